@@ -1,0 +1,555 @@
+"""Retrieval benchmark: answer quality and context cost per strategy, then speed at scale.
+
+    python -m bench.retrieval_bench                 # all questions, five strategies
+    python -m bench.retrieval_bench --quick         # five questions, 50-note scale run
+    python -m bench.retrieval_bench --scale         # also 1,000 / 5,000 / 10,000 notes
+    python -m bench.retrieval_bench --scale-only --vault-size 1000 10000
+
+Run from the repo root with the project venv. Everything goes through the real server, a
+stdio subprocess driven by the SDK's ``Client``, except strategy 5, which is the raw REST
+output an agent would get without this server. Every strategy sees the same questions and
+the same vault (a temporary copy of ``fixtures/vault``):
+
+1. ``semantic``: ``vault_semantic_query`` with defaults (plus the question's ``folder``),
+   the server on the stand-in Local REST API 5.x whose ``/search/smart`` (upstream
+   mcp-tools) ranks with ``fixtures/query_vectors.jsonl`` and the vault's ``.smart-env``.
+2. ``keyword``: the same call on the folder source of a copy without ``.smart-env``; the
+   response should say ``lexical-fallback``.
+3. ``folder+vectors``: the same call on the folder source with ``.smart-env`` (stored
+   vectors, query expanded through the best keyword hits' vectors).
+4. ``drill-down``: ``vault_search_map(keywords)``, again in its top folder (skipped when
+   the top row is a file), ``vault_peek_file`` and ``vault_read_note`` of the top file;
+   tokens of all responses, hit when the gold is in any of them.
+5. ``simple+note``: raw ``POST /search/simple/?query=<keywords>&contextLength=100`` plus a
+   raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
+   on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
+
+Hit, tokens and keywords are defined in ``bench/harness.py``. Results go to
+``bench/out/retrieval-<time>.json`` and a markdown report is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from bench.generate_vault import generate
+from bench.harness import (
+    FIXTURE_VAULT,
+    OUT_DIR,
+    QUERY_VECTORS,
+    QUESTIONS,
+    KeywordPicker,
+    Question,
+    Session,
+    count_tokens,
+    is_hit,
+    load_questions,
+    markdown_table,
+    median,
+    percentile,
+    server_env,
+    stdio_session,
+    tool_names,
+)
+from tests.standin.process import StandinProcess
+
+SEMANTIC_TOOL = "vault_semantic_query"
+STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+note")
+BASELINES = ("drill-down", "simple+note")
+DEFAULT_SIZES = (1000, 5000, 10000)
+WARM_CALLS = 30
+
+
+@dataclass
+class Outcome:
+    question: str
+    category: str
+    hit: bool
+    tokens: int
+    calls: int
+    seconds: float
+    labelled_fallback: bool = False
+    error: str = ""
+
+
+Runner = Callable[[Question], Awaitable[Outcome]]
+
+
+def _semantic_args(question: Question) -> dict[str, Any]:
+    args: dict[str, Any] = {"query": question.question}
+    if question.folder:
+        args["folder"] = question.folder
+    return args
+
+
+def semantic_runner(session: Session) -> Runner:
+    async def run(question: Question) -> Outcome:
+        result = await session.call(SEMANTIC_TOOL, _semantic_args(question))
+        return Outcome(
+            question.id,
+            question.category,
+            is_hit(result.text, question.gold),
+            result.tokens,
+            1,
+            result.seconds,
+            "lexical-fallback" in result.text,
+            result.text[:200] if result.is_error else "",
+        )
+
+    return run
+
+
+async def _map_rows(session: Session, keywords: str, folder: str) -> tuple[str, list[dict]]:
+    """One counted search-map call (markdown, as an agent sees it) and its rows (JSON,
+    read for navigation only, not counted)."""
+    shown = await session.call("vault_search_map", {"query": keywords, "folder": folder})
+    if shown.is_error:
+        return shown.text, []
+    data = await session.call(
+        "vault_search_map", {"query": keywords, "folder": folder, "format": "json"}
+    )
+    return shown.text, json.loads(data.text).get("rows", [])
+
+
+def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
+    async def run(question: Question) -> Outcome:
+        keywords = picker.pick(question.question)
+        started = time.perf_counter()
+        texts: list[str] = []
+        folder = question.folder or ""
+        text, rows = await _map_rows(session, keywords, folder)
+        texts.append(text)
+        if rows and rows[0].get("is_folder"):
+            text, rows = await _map_rows(session, keywords, rows[0]["path"])
+            texts.append(text)
+        files = [r for r in rows if not r.get("is_folder")]
+        if files:
+            top = max(files, key=lambda r: r.get("matches", 0))["path"]
+            texts += [
+                (await session.call(tool, {"path": top})).text
+                for tool in ("vault_peek_file", "vault_read_note")
+            ]
+        joined = "\n".join(texts)
+        return Outcome(
+            question.id,
+            question.category,
+            is_hit(joined, question.gold),
+            sum(count_tokens(t) for t in texts),
+            len(texts),
+            time.perf_counter() - started,
+        )
+
+    return run
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def simple_search_runner(http: httpx.AsyncClient, picker: KeywordPicker) -> Runner:
+    async def run(question: Question) -> Outcome:
+        keywords = picker.pick(question.question)
+        started = time.perf_counter()
+        response = await http.post(
+            "/search/simple/", params={"query": keywords, "contextLength": 100}
+        )
+        texts = [response.text]
+        hits = response.json() if response.status_code == 200 else []
+        shown = response.text + "\n" + "\n".join(_strings(hits))
+        if hits:
+            top = max(hits, key=lambda h: h.get("score") or 0)["filename"]
+            note = await http.get(f"/vault/{quote(top)}")
+            texts.append(note.text)
+            shown += "\n" + note.text
+        return Outcome(
+            question.id,
+            question.category,
+            is_hit(shown, question.gold),
+            sum(count_tokens(t) for t in texts),
+            len(texts),
+            time.perf_counter() - started,
+        )
+
+    return run
+
+
+# --- the quality run ---------------------------------------------------------------------
+
+
+def copy_vault(target: Path, *, vectors: bool) -> Path:
+    ignore = None if vectors else shutil.ignore_patterns(".smart-env")
+    shutil.copytree(FIXTURE_VAULT, target, ignore=ignore)
+    return target
+
+
+async def run_strategy(name: str, runner: Runner, questions: Sequence[Question]) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    for question in questions:
+        try:
+            outcomes.append(await runner(question))
+        except Exception as exc:  # one failing question must not hide the others' figures
+            outcomes.append(
+                Outcome(
+                    question.id,
+                    question.category,
+                    False,
+                    0,
+                    0,
+                    0.0,
+                    error=f"{type(exc).__name__}: {exc}"[:200],
+                )
+            )
+    errors = sum(1 for o in outcomes if o.error)
+    print(
+        f"  {name}: {sum(o.hit for o in outcomes)}/{len(outcomes)} hits"
+        + (f", {errors} errors" if errors else ""),
+        flush=True,
+    )
+    return outcomes
+
+
+async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[Outcome]]:
+    with_env = copy_vault(work / "with-env" / "vault", vectors=True)
+    without_env = copy_vault(work / "no-env" / "vault", vectors=False)
+    picker = KeywordPicker(with_env)
+    config_dir = work / "config"
+    results: dict[str, list[Outcome]] = {}
+    async with StandinProcess(
+        with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
+    ) as standin:
+        async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as rest:
+            has_semantic = SEMANTIC_TOOL in await tool_names(rest)
+            if has_semantic:
+                results["semantic"] = await run_strategy(
+                    "semantic", semantic_runner(rest), questions
+                )
+            results["drill-down"] = await run_strategy(
+                "drill-down", drill_down_runner(rest, picker), questions
+            )
+        async with standin.async_client(timeout=30) as http:
+            results["simple+note"] = await run_strategy(
+                "simple+note", simple_search_runner(http, picker), questions
+            )
+    if not has_semantic:
+        print(f"  the server has no {SEMANTIC_TOOL} yet: strategies 1-3 skipped")
+        return results
+    for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
+        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
+            results[name] = await run_strategy(name, semantic_runner(folder), questions)
+    return results
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
+    tokens = [o.tokens for o in outcomes]
+    return {
+        "questions": len(outcomes),
+        "hit_rate": 100 * sum(o.hit for o in outcomes) / len(outcomes) if outcomes else 0.0,
+        "median_tokens": median(tokens),
+        "p90_tokens": percentile(tokens, 90),
+        "mean_calls": sum(o.calls for o in outcomes) / len(outcomes) if outcomes else 0.0,
+        "median_seconds": median([o.seconds for o in outcomes]),
+        "labelled_fallback": 100 * sum(o.labelled_fallback for o in outcomes) / len(outcomes)
+        if outcomes
+        else 0.0,
+        "errors": sum(1 for o in outcomes if o.error),
+    }
+
+
+def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, Any]]:
+    summary = {name: summarise(results[name]) for name in STRATEGIES if name in results}
+    rows = [
+        [
+            name,
+            f"{s['hit_rate']:.1f}%",
+            s["median_tokens"],
+            s["p90_tokens"],
+            f"{s['mean_calls']:.1f}",
+            f"{1000 * s['median_seconds']:.0f}",
+        ]
+        for name, s in summary.items()
+    ]
+    parts = [
+        "## Retrieval quality and context cost",
+        "",
+        markdown_table(
+            ["strategy", "hit rate", "median tokens", "p90 tokens", "calls", "median ms"], rows
+        ),
+    ]
+    categories = sorted({o.category for outcomes in results.values() for o in outcomes})
+    by_category: dict[str, dict[str, dict[str, float]]] = {}
+    cat_rows: list[list[object]] = []
+    for category in categories:
+        row: list[object] = [category]
+        for name in summary:
+            picked = [o for o in results[name] if o.category == category]
+            stats = summarise(picked)
+            by_category.setdefault(category, {})[name] = stats
+            row.append(f"{stats['hit_rate']:.0f}% / {stats['median_tokens']:.0f}")
+        cat_rows.append(row)
+    parts += [
+        "",
+        "Per category (hit rate / median tokens):",
+        "",
+        markdown_table(["category", *summary], cat_rows),
+    ]
+    ratios: dict[str, dict[str, float | bool]] = {}
+    if "semantic" in summary:
+        base = summary["semantic"]
+        for name in BASELINES:
+            other = summary[name]
+            ratios[name] = {
+                "token_ratio": other["median_tokens"] / base["median_tokens"],
+                "p90_token_ratio": other["p90_tokens"] / base["p90_tokens"],
+                "hit_rate_not_worse": base["hit_rate"] >= other["hit_rate"],
+            }
+        parts += [
+            "",
+            markdown_table(
+                [
+                    "baseline",
+                    "median tokens / semantic",
+                    "p90 tokens / semantic",
+                    "semantic hit rate >= baseline",
+                ],
+                [
+                    [
+                        n,
+                        f"{r['token_ratio']:.1f}x",
+                        f"{r['p90_token_ratio']:.1f}x",
+                        r["hit_rate_not_worse"],
+                    ]
+                    for n, r in ratios.items()
+                ],
+            ),
+        ]
+        keyword = [o for o in results["keyword"] if o.category == "exact-keyword"]
+        parts += [
+            "",
+            f"Targets: semantic >= 90% hit and median <= 800 tokens "
+            f"({base['hit_rate']:.1f}%, {base['median_tokens']:.0f}); keyword-only >= 90% "
+            f"on exact-keyword ({summarise(keyword)['hit_rate']:.1f}%) and >= 70% overall "
+            f"({summary['keyword']['hit_rate']:.1f}%), labelled lexical-fallback in "
+            f"{summary['keyword']['labelled_fallback']:.0f}% of responses; "
+            "each baseline >= 5x the tokens at an equal or worse hit rate.",
+        ]
+        parts += [
+            "",
+            f"Pseudo-relevance feedback (folder+vectors vs keyword): hit rate "
+            f"{summary['folder+vectors']['hit_rate']:.1f}% vs "
+            f"{summary['keyword']['hit_rate']:.1f}%, median tokens "
+            f"{summary['folder+vectors']['median_tokens']:.0f} vs "
+            f"{summary['keyword']['median_tokens']:.0f}.",
+        ]
+    data = {
+        "summary": summary,
+        "by_category": by_category,
+        "ratios": ratios,
+        "outcomes": {name: [asdict(o) for o in outs] for name, outs in results.items()},
+    }
+    return "\n".join(parts), data
+
+
+# --- the scale run -----------------------------------------------------------------------
+
+
+@dataclass
+class ScaleRow:
+    notes: int
+    source: str
+    cold_seconds: float
+    progress_events: int
+    warm_median_ms: float
+    warm_p95_ms: float
+    hit_rate: float
+    raw_median_ms: float | None = None  # the stand-in's /search/smart alone
+
+
+async def _timed_queries(
+    session: Session, questions: Sequence[Question], calls: int
+) -> tuple[float, int, list[float], float]:
+    first = await session.call(SEMANTIC_TOOL, {"query": questions[0].question}, progress=True)
+    warm: list[float] = []
+    hits = 0
+    for index in range(calls):
+        question = questions[index % len(questions)]
+        result = await session.call(SEMANTIC_TOOL, {"query": question.question})
+        warm.append(1000 * result.seconds)
+        if index < len(questions):
+            hits += is_hit(result.text, question.gold)
+    return first.seconds, first.progress, warm, 100 * hits / min(calls, len(questions))
+
+
+async def _raw_smart_ms(
+    standin: StandinProcess, questions: Sequence[Question], calls: int
+) -> float:
+    times: list[float] = []
+    async with standin.async_client(timeout=120) as http:
+        for index in range(calls):
+            body = json.dumps({"query": questions[index % len(questions)].question})
+            started = time.perf_counter()
+            response = await http.post(
+                "/search/smart", content=body, headers={"Content-Type": "text/plain"}
+            )
+            response.raise_for_status()
+            times.append(1000 * (time.perf_counter() - started))
+    return median(times)
+
+
+async def scale(sizes: Sequence[int], work: Path, calls: int) -> list[ScaleRow]:
+    rows: list[ScaleRow] = []
+    for notes in sizes:
+        out = work / f"gen-{notes}"
+        started = time.perf_counter()
+        generate(out, notes)
+        print(f"  generated {notes} notes in {time.perf_counter() - started:.1f}s", flush=True)
+        questions = load_questions(out / "planted.jsonl")
+        vault, config_dir = out / "vault", work / "config"
+        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
+            if SEMANTIC_TOOL not in await tool_names(folder):
+                print(f"  the server has no {SEMANTIC_TOOL} yet: scale run skipped")
+                return rows
+            cold, events, warm, hit_rate = await _timed_queries(folder, questions, calls)
+        rows.append(
+            ScaleRow(notes, "folder", cold, events, median(warm), percentile(warm, 95), hit_rate)
+        )
+        print(f"  {notes} folder: cold {cold:.2f}s, warm median {median(warm):.0f} ms", flush=True)
+        async with StandinProcess(
+            vault,
+            plugin_version="5.1.0",
+            smart="upstream",
+            query_vectors=out / "query_vectors.jsonl",
+            startup_timeout=120,
+        ) as standin:
+            env = server_env(standin=standin, config_dir=config_dir)
+            async with stdio_session(env) as rest:
+                cold, events, warm, hit_rate = await _timed_queries(rest, questions, calls)
+            raw = await _raw_smart_ms(standin, questions, min(calls, 10))
+        rows.append(
+            ScaleRow(
+                notes, "stand-in", cold, events, median(warm), percentile(warm, 95), hit_rate, raw
+            )
+        )
+        print(
+            f"  {notes} stand-in: cold {cold:.2f}s, warm median {median(warm):.0f} ms "
+            f"(raw /search/smart {raw:.0f} ms)",
+            flush=True,
+        )
+        shutil.rmtree(out)
+    return rows
+
+
+def scale_report(rows: Sequence[ScaleRow]) -> str:
+    table = markdown_table(
+        [
+            "notes",
+            "source",
+            "cold first query s",
+            "progress events",
+            "warm median ms",
+            "warm p95 ms",
+            "planted hit rate",
+            "raw /search/smart median ms",
+        ],
+        [
+            [
+                r.notes,
+                r.source,
+                f"{r.cold_seconds:.2f}",
+                r.progress_events,
+                f"{r.warm_median_ms:.0f}",
+                f"{r.warm_p95_ms:.0f}",
+                f"{r.hit_rate:.0f}%",
+                "" if r.raw_median_ms is None else f"{r.raw_median_ms:.0f}",
+            ]
+            for r in rows
+        ],
+    )
+    parts = ["## Speed at scale (vault_semantic_query)", "", table]
+    for source in ("folder", "stand-in"):
+        mine = sorted((r for r in rows if r.source == source), key=lambda r: r.notes)
+        if len(mine) >= 2:
+            small, big = mine[0], mine[-1]
+            parts.append(
+                f"\n{source}: warm median x{big.warm_median_ms / small.warm_median_ms:.1f}"
+                f" and cold x{big.cold_seconds / small.cold_seconds:.1f} from "
+                f"{small.notes:,} to {big.notes:,} notes (target at 10,000: warm "
+                "median <= 200 ms)."
+            )
+    return "\n".join(parts)
+
+
+# --- command line ----------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    data: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    reports: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
+        work = Path(tmp)
+        if not args.scale_only:
+            questions = load_questions(args.questions, 5 if args.quick else None)
+            print(f"quality: {len(questions)} questions", flush=True)
+            report, data["quality"] = quality_report(await quality(questions, work))
+            reports.append(report)
+        sizes = args.vault_size or ([50] if args.quick else DEFAULT_SIZES)
+        if args.scale or args.scale_only or args.quick:
+            print(f"scale: {', '.join(map(str, sizes))} notes", flush=True)
+            rows = await scale(sizes, work, 5 if args.quick else WARM_CALLS)
+            data["scale"] = [asdict(r) for r in rows]
+            reports.append(scale_report(rows))
+    data["report"] = "\n\n".join(reports)
+    print("\n" + data["report"])
+    return data
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.retrieval_bench",
+        description="Retrieval benchmark: quality, context cost and speed.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="five questions and a 50-note scale run"
+    )
+    parser.add_argument("--scale", action="store_true", help="also run the scale part")
+    parser.add_argument("--scale-only", action="store_true", help="only the scale part")
+    parser.add_argument(
+        "--vault-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"generated vault sizes for the scale part (default {DEFAULT_SIZES})",
+    )
+    parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    data = anyio.run(run, args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"retrieval-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    print(f"\nresults: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from obsidian_mcp.cli import main
+
+main()

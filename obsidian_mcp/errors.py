@@ -1,0 +1,101 @@
+"""Domain errors. Each message is written for the model: what went wrong, what to do next.
+
+The server turns every `VaultError` into a `ToolError` unchanged, so the text here is
+exactly what the agent reads. No message may contain the API key.
+"""
+
+
+class VaultError(Exception):
+    """A failure the agent can act on."""
+
+
+class PathRefused(VaultError):
+    """A path that would leave the vault, or is not a valid vault path."""
+
+
+class NoteNotFound(VaultError):
+    def __init__(self, path: str, suggestions: list[str] | None = None) -> None:
+        self.path = path
+        self.suggestions = suggestions or []
+        hint = (
+            "Closest existing paths: " + ", ".join(self.suggestions) + "."
+            if self.suggestions
+            else "Call vault_tree to see what exists, or vault_semantic_query to search."
+        )
+        super().__init__(f"No note at {path!r}. {hint}")
+
+
+class IsAFolder(VaultError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path!r} is a folder, not a note. Call vault_tree(folder={path!r}) to list it, "
+            "then read one of its notes."
+        )
+
+
+class NotText(VaultError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path!r} is a binary file (an attachment), not a note; it cannot be read as text."
+        )
+
+
+class ObsidianUnreachable(VaultError):
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(
+            f"Obsidian's Local REST API did not answer at {url} ({detail}). Is Obsidian open "
+            "and the Local REST API plugin enabled? Run `obsidian-mcp doctor` to check."
+        )
+
+
+class ObsidianConnectionLost(VaultError):
+    """The request reached Obsidian but the connection broke before an answer."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(
+            f"The connection to Obsidian's Local REST API at {url} broke before it answered "
+            f"({detail}). Try the call again; if it keeps happening, restart Obsidian."
+        )
+
+
+class ObsidianTimeout(VaultError):
+    def __init__(self, url: str, seconds: float) -> None:
+        super().__init__(
+            f"Obsidian's Local REST API at {url} gave no answer within {seconds:g} s. Obsidian "
+            "may be busy or stuck; try again, or restart Obsidian if it keeps happening."
+        )
+
+
+class AuthRejected(VaultError):
+    def __init__(self) -> None:
+        super().__init__(
+            "Obsidian rejected the API key. Copy the key from Obsidian > Settings > Local REST "
+            "API and set OBSIDIAN_API_KEY to it."
+        )
+
+
+class CertificateUntrusted(VaultError):
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"The certificate of {url} is not trusted. Run `obsidian-mcp trust` once to store "
+            "the plugin's certificate, or set OBSIDIAN_CERT to its PEM file. Connect by "
+            "127.0.0.1: the certificate does not name localhost."
+        )
+
+
+class UpstreamError(VaultError):
+    """Obsidian answered with an error we have no better words for."""
+
+    def __init__(self, url: str, status: int, message: str) -> None:
+        self.status = status
+        advice = (
+            "Something failed inside Obsidian; try again, and if it persists, check the "
+            "plugin in Obsidian (Ctrl+Shift+I shows its console)."
+            if status >= 500
+            else "The request was refused; check the arguments."
+        )
+        super().__init__(f"Obsidian at {url} answered HTTP {status}: {message}. {advice}")
+
+
+class InvalidArgument(VaultError):
+    """An argument the model can correct."""

@@ -1,0 +1,279 @@
+"""The memory file itself, through the vault folder or through Obsidian's REST API.
+
+Folder: every write holds an exclusive `flock` on the file and is one `os.write` of whole
+lines, so two server processes never interleave; the newline rule (close a torn last line
+first) is applied under the same lock. Compaction writes a sibling and renames it over the
+file while holding the lock. A writer that opened the old file and waited for its lock
+would then append to an orphan, so every writer checks, once it holds the lock, that its
+descriptor is still the file at the path, and opens again if not.
+
+REST: the plugin has no cheap stat and no range read for a non-markdown file, so a refresh
+GETs the whole file and parses only the bytes after the anchor; without a vault folder
+beside it, that GET happens at most every `max_staleness` seconds (this server's own writes
+are applied to the index at once). With the folder configured too, reads come from the
+disk, which Obsidian has written before it answers. Appends POST whole lines; a POST that
+timed out or lost its connection may have landed, so the file is read back and only lines
+that are missing are sent again.
+"""
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio.to_thread
+
+from obsidian_mcp.errors import (
+    NoteNotFound,
+    ObsidianConnectionLost,
+    ObsidianTimeout,
+    PathRefused,
+)
+from obsidian_mcp.memory.index import LogReader, MemoryIndex
+from obsidian_mcp.memory.model import Record, encode
+from obsidian_mcp.vault import Vault
+
+logger = logging.getLogger(__name__)
+
+# Decides what to write once the index is current (and, on disk, while the lock is held).
+Builder = Callable[[MemoryIndex], list[Record]]
+
+# A POST that may have landed is checked and re-sent at most this many times.
+_RESEND_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    kept: int
+    dropped_lines: int
+    bytes_before: int
+    bytes_after: int
+
+
+class MemoryLog(Protocol):
+    def describe(self) -> str: ...
+
+    async def refresh(self, reader: LogReader) -> LogReader:
+        """The reader brought up to the file's end (a new reader if the file was rewritten)."""
+        ...
+
+    async def append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
+        """Refresh, let `build` choose the records, and append them as whole lines."""
+        ...
+
+    async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]: ...
+
+
+def _lines(records: list[Record]) -> bytes:
+    return "".join(encode(record) for record in records).encode("utf-8")
+
+
+def catch_up(reader: LogReader, data: bytes) -> LogReader:
+    """`reader` advanced over `data` (the whole file), or a fresh reader if it was rewritten."""
+    if not reader.continues(len(data), data[reader.anchor_start : reader.anchor_end]):
+        reader = LogReader()
+    reader.consume(data[reader.offset :])
+    return reader
+
+
+def compacted(data: bytes) -> tuple[bytes, LogReader, Compaction]:
+    """The file's live memories, one line each in their order; repeats and tombstones gone."""
+    full = LogReader(lines={})
+    full.consume(data)
+    assert full.lines is not None
+    kept = b"".join(full.lines[memory.id] for memory in full.index.primaries())
+    fresh = LogReader()
+    fresh.consume(kept)
+    total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return (
+        kept,
+        fresh,
+        Compaction(
+            kept=fresh.index.live_count,
+            dropped_lines=total_lines - fresh.index.live_count,
+            bytes_before=len(data),
+            bytes_after=len(kept),
+        ),
+    )
+
+
+class DiskLog:
+    def __init__(self, root: Path, path: str) -> None:
+        self._path = path
+        self._target = root / path
+        real = self._target.resolve()
+        if not real.is_relative_to(root.resolve()):
+            raise PathRefused(f"The memory file {path!r} is a link that leaves the vault.")
+        # (inode, size, mtime) at the last refresh: unchanged means nothing to read.
+        self._seen: tuple[int, int, int] | None = None
+
+    def describe(self) -> str:
+        return f"vault folder ({self._target})"
+
+    def _catch_up(self, handle: int, reader: LogReader) -> LogReader:
+        st = os.fstat(handle)
+        seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if seen == self._seen:
+            return reader
+        at_anchor = os.pread(handle, len(reader.anchor), reader.anchor_start)
+        if not reader.continues(st.st_size, at_anchor):
+            reader = LogReader()
+        reader.consume(os.pread(handle, st.st_size - reader.offset, reader.offset))
+        self._seen = seen
+        return reader
+
+    def _refresh(self, reader: LogReader) -> LogReader:
+        try:
+            handle = os.open(self._target, os.O_RDONLY)
+        except FileNotFoundError:
+            self._seen = None
+            return LogReader()
+        try:
+            return self._catch_up(handle, reader)
+        finally:
+            os.close(handle)
+
+    async def refresh(self, reader: LogReader) -> LogReader:
+        return await anyio.to_thread.run_sync(self._refresh, reader)
+
+    def _open_locked(self) -> int:
+        self._target.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            handle = os.open(self._target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                held, current = os.fstat(handle), os.stat(self._target)
+            except BaseException:
+                os.close(handle)
+                raise
+            if (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino):
+                return handle
+            os.close(handle)  # compaction replaced the file while we waited: open the new one
+
+    def _append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
+        handle = self._open_locked()
+        try:
+            reader = self._catch_up(handle, reader)
+            records = build(reader.index)
+            if not records:
+                return reader, records
+            data = _lines(records)
+            size = os.fstat(handle).st_size
+            if size and os.pread(handle, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a torn last line is closed, never glued to ours
+            written = os.write(handle, data)
+            while written < len(data):  # a short write is finished while we hold the lock
+                written += os.write(handle, data[written:])
+            return self._catch_up(handle, reader), records
+        finally:
+            os.close(handle)  # releases the lock
+
+    async def append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
+        return await anyio.to_thread.run_sync(self._append, reader, build)
+
+    def _compact(self) -> tuple[LogReader, Compaction]:
+        handle = self._open_locked()
+        try:
+            data = os.pread(handle, os.fstat(handle).st_size, 0)
+            kept, reader, report = compacted(data)
+            temporary = self._target.with_name(f".{self._target.name}.{os.getpid()}.tmp")
+            with temporary.open("wb") as out:
+                out.write(kept)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self._target)
+            directory = os.open(self._target.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)  # the rename itself survives a crash
+            finally:
+                os.close(directory)
+            st = os.stat(self._target)
+            self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+            return reader, report
+        finally:
+            os.close(handle)
+
+    async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
+        del reader  # compaction re-reads the file under the lock
+        return await anyio.to_thread.run_sync(self._compact)
+
+
+class RestLog:
+    def __init__(
+        self, vault: Vault, path: str, *, disk: DiskLog | None, max_staleness: float
+    ) -> None:
+        self._vault = vault
+        self._path = path
+        self._disk = disk
+        self._max_staleness = max_staleness
+        self._fetched_at = -float("inf")
+
+    def describe(self) -> str:
+        rest = self._vault.rest
+        where = rest.describe() if rest is not None else "the REST API"
+        return where + (", read from the vault folder" if self._disk is not None else "")
+
+    async def _get(self) -> bytes:
+        try:
+            content = (await self._vault.live.read_note(self._path)).content
+        except NoteNotFound:
+            content = ""
+        self._fetched_at = time.monotonic()
+        return content.encode("utf-8")
+
+    async def _read(self, reader: LogReader, *, force: bool) -> LogReader:
+        if self._disk is not None:
+            return await self._disk.refresh(reader)
+        if not force and time.monotonic() - self._fetched_at < self._max_staleness:
+            return reader
+        return catch_up(reader, await self._get())
+
+    async def refresh(self, reader: LogReader) -> LogReader:
+        return await self._read(reader, force=False)
+
+    async def _post(self, records: list[Record]) -> None:
+        data = _lines(records)
+        try:
+            await self._vault.append(self._path, data.decode("utf-8"))
+            return
+        except (ObsidianTimeout, ObsidianConnectionLost) as exc:
+            failure: Exception = exc
+        for _ in range(_RESEND_ATTEMPTS):
+            # The POST may have landed before the answer was lost: send only what is missing.
+            content = await self._get()
+            missing = [r for r in records if encode(r).encode("utf-8") not in content]
+            if not missing:
+                return
+            logger.warning("memory append unconfirmed (%s); sending %d line(s) again",
+                           type(failure).__name__, len(missing))
+            try:
+                await self._vault.append(self._path, _lines(missing).decode("utf-8"))
+                return
+            except (ObsidianTimeout, ObsidianConnectionLost) as exc:
+                failure = exc
+        raise failure
+
+    async def append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
+        reader = await self._read(reader, force=False)
+        records = build(reader.index)
+        if records:
+            await self._post(records)
+            # Visible at once; the refresh that later reads these lines finds them applied.
+            for record in records:
+                reader.index.apply(record)
+        return reader, records
+
+    async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
+        del reader  # compaction starts from the file as it is now
+        # The plugin cannot lock or rename: an append from another client that lands
+        # between this read and the PUT is lost. This server's own appends wait (the store
+        # holds its lock), so only a second server on the same Obsidian is exposed.
+        kept, fresh, report = compacted(await self._get())
+        await self._vault.write(self._path, kept.decode("utf-8"))
+        if self._disk is None:
+            return fresh, report  # the PUT body is the file now
+        return await self._disk.refresh(fresh), report

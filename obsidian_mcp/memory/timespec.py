@@ -1,0 +1,101 @@
+"""Time windows for recall, and ages as a person says them.
+
+Calendar words ("today", a bare date) mean the server's local calendar: the server runs
+beside the user's Obsidian, so its clock is the user's. Stored times are UTC.
+"""
+
+import re
+from datetime import date, datetime, time, timedelta
+from typing import Literal
+
+from obsidian_mcp.errors import InvalidArgument
+
+TimeRange = Literal["today", "week", "month", "all"]
+TIME_RANGES: tuple[TimeRange, ...] = ("today", "week", "month", "all")
+
+_RELATIVE = re.compile(r"^(\d+)\s*(m|min|h|d|w)$")
+_UNIT_SECONDS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_MOMENT_HELP = (
+    "Give an ISO date ('2026-05-01'), a date and time ('2026-05-01T14:30', optionally with "
+    "'Z' or an offset), or an age such as '30m', '12h', '3d', '2w'."
+)
+
+
+def _local_midnight(day: date) -> datetime:
+    return datetime.combine(day, time()).astimezone()
+
+
+def parse_moment(text: str, *, now: datetime, name: str, end_of_day: bool) -> datetime:
+    """A `since`/`until` value as an aware datetime; a bare date as `until` includes that day."""
+    value = text.strip()
+    relative = _RELATIVE.match(value.lower())
+    if relative:
+        return now - timedelta(seconds=int(relative[1]) * _UNIT_SECONDS[relative[2]])
+    try:
+        if len(value) == 10:
+            day = date.fromisoformat(value)
+            return _local_midnight(day + timedelta(days=1) if end_of_day else day)
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgument(f"{name}={text!r} is not a date or time. {_MOMENT_HELP}") from None
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+def window(
+    time_range: str, since: str | None, until: str | None, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """The [start, end) a recall covers; None leaves that side open."""
+    if time_range == "today":
+        start: datetime | None = _local_midnight(now.astimezone().date())
+    elif time_range == "week":
+        start = now - timedelta(days=7)
+    elif time_range == "month":
+        start = now - timedelta(days=30)
+    elif time_range == "all":
+        start = None
+    else:
+        raise InvalidArgument(
+            f"time_range={time_range!r} is not one of {', '.join(TIME_RANGES)}; for another "
+            "span pass since (and until), e.g. since='3d'."
+        )
+    if since:
+        since_at = parse_moment(since, now=now, name="since", end_of_day=False)
+        start = since_at if start is None else max(start, since_at)
+    end = parse_moment(until, now=now, name="until", end_of_day=True) if until else None
+    if start is not None and end is not None and start >= end:
+        raise InvalidArgument(
+            f"The window is empty: it starts {start.isoformat(timespec='minutes')} and ends "
+            f"{end.isoformat(timespec='minutes')}. Swap or widen since/until."
+        )
+    return start, end
+
+
+def describe_window(time_range: str, since: str | None, until: str | None) -> list[str]:
+    """The window in words, for the recall summary."""
+    words = {
+        "today": "from today",
+        "week": "from the last 7 days",
+        "month": "from the last 30 days",
+    }
+    parts = [words[time_range]] if time_range in words else []
+    if since:
+        parts.append(f"since {since}")
+    if until:
+        parts.append(f"until {until}")
+    return parts
+
+
+def age(ts: datetime, now: datetime) -> str:
+    seconds = (now - ts).total_seconds()
+    for unit, size in (
+        ("year", 365 * 86400),
+        ("month", 30 * 86400),
+        ("week", 7 * 86400),
+        ("day", 86400),
+        ("hour", 3600),
+        ("minute", 60),
+    ):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"

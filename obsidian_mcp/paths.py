@@ -1,0 +1,64 @@
+"""Vault-relative paths, checked before any I/O.
+
+A path the model gives is refused when it could leave the vault in any spelling: absolute,
+a drive letter, a `..` segment written plainly, percent-encoded or with backslashes, or a
+NUL byte. Symlinks are checked by the folder source, which is the only one that sees them.
+"""
+
+import re
+from urllib.parse import unquote
+
+from obsidian_mcp.errors import PathRefused
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_EXAMPLE = "Give a path relative to the vault root, like 'Characters/Mira.md'."
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.replace("\\", "/").split("/") if s not in ("", ".")]
+
+
+def normalize_vault_path(raw: str, *, folder: bool = False) -> str:
+    """Return `raw` as a clean vault-relative POSIX path, or raise `PathRefused`.
+
+    With `folder=True` the vault root ("" or "/") is allowed and a trailing slash is dropped.
+    """
+    if "\x00" in raw:
+        raise PathRefused(f"The path {raw!r} contains a NUL byte. {_EXAMPLE}")
+    stripped = raw.strip()
+    if folder and stripped in ("", "/", "."):
+        return ""
+    # Every spelling the REST plugin or a filesystem might decode is checked, not only
+    # the literal one: "%2e%2e/" is ".." to a server that percent-decodes.
+    spellings = {stripped, unquote(stripped), unquote(unquote(stripped))}
+    for spelling in spellings:
+        if "\x00" in spelling:
+            raise PathRefused(f"The path {raw!r} contains an encoded NUL byte. {_EXAMPLE}")
+        unified = spelling.replace("\\", "/")
+        if unified.startswith("/") or _DRIVE.match(unified):
+            raise PathRefused(f"The path {raw!r} is absolute. {_EXAMPLE}")
+        if ".." in _segments(unified):
+            raise PathRefused(f"The path {raw!r} leaves the vault ('..'). {_EXAMPLE}")
+    parts = _segments(stripped)
+    if not parts:
+        raise PathRefused(f"The path {raw!r} is empty. {_EXAMPLE}")
+    return "/".join(parts)
+
+
+def parent_folder(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def note_name(path: str) -> str:
+    """The name Obsidian shows: the basename without a `.md` extension."""
+    base = path.rpartition("/")[2]
+    return base[:-3] if base.lower().endswith(".md") else base
+
+
+def is_markdown(path: str) -> bool:
+    return path.lower().endswith(".md")
+
+
+def is_hidden(path: str) -> bool:
+    """Dot-folders and dot-files (.obsidian, .smart-env, .trash) are not part of the vault's notes."""
+    return any(part.startswith(".") for part in path.split("/"))

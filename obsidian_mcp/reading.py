@@ -1,0 +1,274 @@
+"""Reading the vault within a budget: a note or a window of it, an outline, the tree, a
+match map, and the scratch note. Plain domain code: it returns data, the server formats it.
+"""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.paths import is_markdown, normalize_vault_path
+from obsidian_mcp.text.markdown import (
+    ParsedNote,
+    Section,
+    find_section,
+    gist,
+    parse_note,
+    resolve_link,
+)
+from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.vault import Vault
+
+# A window ends at a line break when one falls in its last part, so a cut read rarely
+# splits a sentence; this is how far back from the budget we look for one.
+_LINE_BREAK_SEARCH = 0.35
+MAX_SCRATCH_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class NoteWindow:
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    note_tokens: int
+    modified: str
+    section: str | None
+    # Offsets into the text that was selected (the section, or the whole note).
+    offset: int
+    end: int
+    total_chars: int
+    text: str
+    next_offset: int | None
+
+
+def _iso_from_ms(mtime_ms: int) -> str:
+    if mtime_ms <= 0:
+        return "unknown"
+    return datetime.fromtimestamp(mtime_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def window_end(text: str, offset: int, max_chars: int) -> int:
+    """Where a window of at most `max_chars` starting at `offset` should end."""
+    hard_end = min(len(text), offset + max_chars)
+    if hard_end == len(text):
+        return hard_end
+    earliest = hard_end - int(max_chars * _LINE_BREAK_SEARCH)
+    line_break = text.rfind("\n", max(offset, earliest), hard_end)
+    if line_break > offset:
+        return line_break + 1
+    space = text.rfind(" ", max(offset, earliest), hard_end)
+    return space + 1 if space > offset else hard_end
+
+
+def _section_label(section: Section) -> str:
+    return " > ".join(section.path)
+
+
+async def read_note_window(
+    vault: Vault, path: str, *, heading: str | None, offset: int, max_chars: int
+) -> NoteWindow:
+    note = await vault.read_note(path)
+    parsed = parse_note(note.path, note.content)
+    start, stop, label = 0, len(note.content), None
+    if heading:
+        section = find_section(parsed, heading)
+        if section is None:
+            headings = [_section_label(s) for s in parsed.sections if s.heading]
+            listing = "; ".join(headings[:20]) if headings else "the note has no headings"
+            raise InvalidArgument(
+                f"No heading {heading!r} in {note.path!r}. Its headings: {listing}. "
+                "Call vault_peek_file for the outline."
+            )
+        start, stop, label = section.start, section.subtree_end, _section_label(section)
+    selected = note.content[start:stop]
+    if offset > len(selected):
+        raise InvalidArgument(
+            f"offset {offset} is past the end ({len(selected)} characters) of the text; "
+            "start again from offset 0."
+        )
+    end = window_end(selected, offset, max_chars)
+    return NoteWindow(
+        path=note.path,
+        title=parsed.title,
+        tags=parsed.tags,
+        note_tokens=estimate_tokens(note.content),
+        modified=_iso_from_ms(note.stat.mtime_ms),
+        section=label,
+        offset=offset,
+        end=end,
+        total_chars=len(selected),
+        text=selected[offset:end],
+        next_offset=end if end < len(selected) else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    level: int
+    heading: str
+    path: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoteOutline:
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    tokens: int
+    frontmatter_keys: tuple[str, ...]
+    frontmatter_error: str | None
+    gist: str
+    outline: tuple[OutlineEntry, ...]
+    links: int
+    unresolved_links: int
+
+
+def outline_of(parsed: ParsedNote) -> tuple[OutlineEntry, ...]:
+    """Each heading with the size of its whole subtree, which is what reading it costs."""
+    return tuple(
+        OutlineEntry(
+            level=s.level,
+            heading=s.heading,
+            path=_section_label(s),
+            tokens=estimate_tokens(parsed.content[s.start : s.subtree_end]),
+        )
+        for s in parsed.sections
+        if s.heading is not None
+    )
+
+
+async def peek_note(vault: Vault, path: str) -> NoteOutline:
+    note = await vault.read_note(path)
+    parsed = parse_note(note.path, note.content)
+    all_paths = list(await vault.note_stats())
+    note_links = [link for link in parsed.links if link.target]
+    unresolved = sum(
+        1 for link in note_links if resolve_link(link.target, note.path, all_paths) is None
+    )
+    return NoteOutline(
+        path=note.path,
+        title=parsed.title,
+        aliases=parsed.aliases,
+        tags=parsed.tags,
+        tokens=estimate_tokens(note.content),
+        frontmatter_keys=tuple(parsed.frontmatter),
+        frontmatter_error=parsed.frontmatter_error,
+        gist=gist(parsed),
+        outline=outline_of(parsed),
+        links=len(note_links),
+        unresolved_links=unresolved,
+    )
+
+
+@dataclass
+class FolderNode:
+    name: str
+    path: str
+    folders: dict[str, "FolderNode"] = field(default_factory=dict[str, "FolderNode"])
+    notes: list[str] = field(default_factory=list[str])
+    attachments: list[str] = field(default_factory=list[str])
+
+    @property
+    def note_count(self) -> int:
+        return len(self.notes) + sum(f.note_count for f in self.folders.values())
+
+    @property
+    def attachment_count(self) -> int:
+        return len(self.attachments) + sum(f.attachment_count for f in self.folders.values())
+
+    @property
+    def folder_count(self) -> int:
+        return len(self.folders) + sum(f.folder_count for f in self.folders.values())
+
+
+def build_tree(entries: list[str]) -> FolderNode:
+    root = FolderNode(name="", path="")
+    for entry in entries:
+        parts = entry.rstrip("/").split("/")
+        is_folder = entry.endswith("/")
+        node = root
+        folder_parts = parts if is_folder else parts[:-1]
+        for index, part in enumerate(folder_parts):
+            if part not in node.folders:
+                node.folders[part] = FolderNode(part, "/".join(parts[: index + 1]))
+            node = node.folders[part]
+        if not is_folder:
+            (node.notes if is_markdown(entry) else node.attachments).append(entry)
+    return root
+
+
+async def vault_tree(vault: Vault, folder: str) -> FolderNode:
+    root_path = normalize_vault_path(folder, folder=True)
+    tree = build_tree(await vault.list_tree())
+    if not root_path:
+        return tree
+    node = tree
+    for part in root_path.split("/"):
+        child = node.folders.get(part)
+        if child is None:
+            options = ", ".join(sorted(node.folders)[:15]) or "none"
+            where = node.path or "the vault root"
+            raise InvalidArgument(
+                f"No folder {root_path!r}. Folders in {where}: {options}."
+            )
+        node = child
+    return node
+
+
+@dataclass(frozen=True, slots=True)
+class MapRow:
+    path: str
+    is_folder: bool
+    files: int
+    matches: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchMap:
+    query: str
+    folder: str
+    total_files: int
+    total_matches: int
+    rows: tuple[MapRow, ...]
+
+
+async def search_map(vault: Vault, query: str, folder: str) -> SearchMap:
+    if not query.split():
+        raise InvalidArgument("query is empty; give one or more words to look for.")
+    scope = normalize_vault_path(folder, folder=True)
+    prefix = scope + "/" if scope else ""
+    files: dict[str, int] = {}
+    for hit in await vault.search_text(query, context_length=0):
+        # Plugins from 3.3 also match file names; the map counts what is in the text, so
+        # every source and version gives the same counts.
+        in_text = sum(1 for match in hit.matches if match.source == "content")
+        if in_text and hit.path.startswith(prefix):
+            files[hit.path] = in_text
+    grouped: dict[tuple[str, bool], list[int]] = {}
+    for path, count in files.items():
+        rest = path[len(prefix) :]
+        child, sep, _ = rest.partition("/")
+        key = (prefix + child, bool(sep))
+        grouped.setdefault(key, []).append(count)
+    rows = sorted(
+        (
+            MapRow(path, is_folder, len(counts), sum(counts))
+            for (path, is_folder), counts in grouped.items()
+        ),
+        key=lambda row: (-row.matches, row.path),
+    )
+    return SearchMap(query, scope, len(files), sum(files.values()), tuple(rows))
+
+
+async def append_scratch(vault: Vault, scratch_path: str, text: str, now: datetime) -> str:
+    body = text.strip()
+    if not body:
+        raise InvalidArgument("text is empty; give the note to append.")
+    if len(body) > MAX_SCRATCH_CHARS:
+        raise InvalidArgument(
+            f"text is {len(body)} characters; the scratch note takes at most "
+            f"{MAX_SCRATCH_CHARS} per entry. Split it, or write a proper note."
+        )
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return await vault.append(scratch_path, f"\n### {stamp}\n\n{body}\n")

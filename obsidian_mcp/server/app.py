@@ -1,0 +1,86 @@
+"""The server's long-lived state: settings, the HTTP client, the vault, the memory store."""
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+
+from obsidian_mcp.config import Settings
+from obsidian_mcp.errors import VaultError
+from obsidian_mcp.memory.store import MemoryStore
+from obsidian_mcp.sources.base import Source
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.rest import RestSource, build_http_client
+from obsidian_mcp.vault import NoVaultConfigured, Vault
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    vault: Vault | None
+    # Why no vault could be opened; what every tool says until the configuration is fixed.
+    unavailable_reason: str
+    memory: MemoryStore | None
+
+    def require_vault(self) -> Vault:
+        if self.vault is None:
+            raise NoVaultConfigured(self.unavailable_reason)
+        return self.vault
+
+    def require_memory(self) -> MemoryStore:
+        if self.memory is None:
+            raise NoVaultConfigured(self.unavailable_reason)
+        return self.memory
+
+
+class StateRef:
+    """The running server's state, for handlers the SDK gives no Context (static resources)."""
+
+    def __init__(self) -> None:
+        self._state: AppState | None = None
+
+    def set(self, state: AppState | None) -> None:
+        self._state = state
+
+    def get(self) -> AppState:
+        if self._state is None:
+            raise RuntimeError("the server is not running")
+        return self._state
+
+
+async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault | None, str]:
+    """Choose the sources; the note says why a configured source is not in use."""
+    disk = FolderSource(settings.vault_path) if settings.vault_path is not None else None
+    if disk is not None and not disk.root.is_dir():
+        return None, f"OBSIDIAN_VAULT_PATH={settings.vault_path} is not a folder."
+    live: Source | None = None
+    note = ""
+    if settings.api_key is not None:
+        rest = RestSource(http, settings)
+        live = rest
+        try:
+            info = await rest.server_info()
+            if not info.authenticated:
+                note = "Obsidian rejected the API key; check OBSIDIAN_API_KEY."
+        except VaultError as exc:
+            # Keep REST as the live source: Obsidian may simply not be open yet, and the
+            # folder (if any) answers meanwhile.
+            note = f"Obsidian did not answer at start-up: {exc}"
+            logger.warning("%s", note)
+    if live is None and disk is None:
+        return None, "neither OBSIDIAN_API_KEY nor OBSIDIAN_VAULT_PATH is set."
+    return Vault(live, disk, selection_note=note), note
+
+
+@asynccontextmanager
+async def app_lifespan(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncGenerator[AppState, None]:
+    async with build_http_client(settings, transport=transport) as http:
+        vault, note = await open_vault(settings, http)
+        memory = MemoryStore(vault, settings.memory_path) if vault is not None else None
+        yield AppState(settings=settings, vault=vault, unavailable_reason=note, memory=memory)

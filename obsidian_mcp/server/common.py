@@ -1,0 +1,50 @@
+"""What every tool module shares: state access, error translation, annotations, formats."""
+
+import json
+from collections.abc import Generator
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from obsidian_mcp.errors import VaultError
+from obsidian_mcp.server.app import AppState
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Appends to the tool's own file (scratch note, memory file); never touches the user's notes.
+APPEND_ONLY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+OutputFormat = Annotated[
+    Literal["markdown", "json"],
+    Field(
+        description="markdown (default): compact text to read. json: the same data as "
+        "compact JSON, for when you will process it further."
+    ),
+]
+
+
+def app_state(ctx: Context[AppState]) -> AppState:
+    return ctx.request_context.lifespan_context
+
+
+@contextmanager
+def tool_errors() -> Generator[None]:
+    """Turn domain failures into ToolErrors, whose text the model reads unchanged."""
+    try:
+        yield
+    except VaultError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def to_json(data: Any) -> str:
+    if is_dataclass(data) and not isinstance(data, type):
+        data = asdict(data)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)

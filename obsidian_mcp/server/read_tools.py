@@ -1,0 +1,268 @@
+"""Read tools: read a note, peek at its outline, the tree, the match map, the scratch note."""
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from obsidian_mcp import reading
+from obsidian_mcp.paths import note_name
+from obsidian_mcp.reading import FolderNode, NoteOutline, NoteWindow, SearchMap
+from obsidian_mcp.server.app import AppState
+from obsidian_mcp.server.common import (
+    APPEND_ONLY,
+    READ_ONLY,
+    OutputFormat,
+    app_state,
+    to_json,
+    tool_errors,
+)
+
+NotePath = Annotated[
+    str,
+    Field(
+        description="Vault-relative path of the note, e.g. 'Characters/Mira.md' "
+        "(the .md may be left off). Paths come from search results or vault_tree."
+    ),
+]
+# Folders listed per level before the rest are summarised; keeps a big vault's tree cheap.
+_TREE_ITEMS_PER_FOLDER = 12
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def format_window(window: NoteWindow) -> str:
+    tags = f" · tags: {', '.join(window.tags)}" if window.tags else ""
+    header = (
+        f"{window.path} · [[{note_name(window.path)}]] · {window.note_tokens:,} tokens"
+        f"{tags} · modified {window.modified}"
+    )
+    scope = f"section: {window.section} · " if window.section else ""
+    lines = [header, f"{scope}chars {window.offset}-{window.end} of {window.total_chars}", ""]
+    lines.append(window.text)
+    if window.next_offset is not None:
+        heading = f", heading={_quote(window.section)}" if window.section else ""
+        lines.append("")
+        lines.append(
+            f"[cut at char {window.end} of {window.total_chars}; continue with "
+            f"vault_read_note(path={_quote(window.path)}{heading}, offset={window.next_offset})]"
+        )
+    return "\n".join(lines)
+
+
+def format_outline(outline: NoteOutline) -> str:
+    facts = [f"{outline.tokens:,} tokens"]
+    if outline.tags:
+        facts.append("tags: " + ", ".join(outline.tags))
+    if outline.aliases:
+        facts.append("aliases: " + ", ".join(outline.aliases))
+    facts.append(f"{outline.links} links ({outline.unresolved_links} unresolved)")
+    lines = [f"# {outline.title} ({outline.path})", " · ".join(facts)]
+    if outline.frontmatter_error:
+        lines.append(f"frontmatter could not be parsed: {outline.frontmatter_error}")
+    elif outline.frontmatter_keys:
+        lines.append("frontmatter: " + ", ".join(outline.frontmatter_keys))
+    if outline.gist:
+        lines.append(f"gist (summary): {outline.gist}")
+    if outline.outline:
+        lines.append("outline (tokens to read each section with its subsections):")
+        lines.extend(
+            f"{'  ' * (entry.level - 1)}- {entry.heading} ({entry.tokens:,})"
+            for entry in outline.outline
+        )
+    else:
+        lines.append("no headings")
+    lines.append(
+        f"next: vault_read_note(path={_quote(outline.path)}, heading=<a heading above>)"
+    )
+    return "\n".join(lines)
+
+
+def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> None:
+    pad = "  " * indent
+    folders = sorted(node.folders.values(), key=lambda f: f.name.lower())
+    for child in folders[:_TREE_ITEMS_PER_FOLDER]:
+        counts = f"{child.note_count} notes"
+        if child.attachment_count:
+            counts += f", {child.attachment_count} attachments"
+        if not child.note_count and not child.attachment_count and not child.folders:
+            counts = "empty"
+        lines.append(f"{pad}{child.name}/ ({counts})")
+        if depth > 1:
+            _tree_lines(child, depth - 1, indent + 1, lines)
+    if len(folders) > _TREE_ITEMS_PER_FOLDER:
+        lines.append(f"{pad}… {len(folders) - _TREE_ITEMS_PER_FOLDER} more folders")
+    files = sorted(node.notes + node.attachments, key=str.lower)
+    for path in files[:_TREE_ITEMS_PER_FOLDER]:
+        lines.append(f"{pad}{path.rpartition('/')[2]}")
+    if len(files) > _TREE_ITEMS_PER_FOLDER:
+        lines.append(f"{pad}… {len(files) - _TREE_ITEMS_PER_FOLDER} more files")
+
+
+def format_tree(node: FolderNode, depth: int) -> str:
+    where = node.path + "/" if node.path else "vault root"
+    lines = [
+        f"{where}: {node.note_count} notes, {node.folder_count} folders, "
+        f"{node.attachment_count} attachments (to depth {depth})"
+    ]
+    _tree_lines(node, depth, 0, lines)
+    return "\n".join(lines)
+
+
+def tree_data(node: FolderNode, depth: int) -> dict[str, object]:
+    data: dict[str, object] = {
+        "path": node.path,
+        "notes": node.note_count,
+        "attachments": node.attachment_count,
+        "folders": node.folder_count,
+    }
+    if depth > 0:
+        data["children"] = [
+            tree_data(child, depth - 1)
+            for child in sorted(node.folders.values(), key=lambda f: f.name.lower())
+        ]
+        data["files"] = sorted(node.notes + node.attachments, key=str.lower)
+    return data
+
+
+def format_search_map(result: SearchMap) -> str:
+    where = f"in {result.folder}/" if result.folder else "in the vault"
+    if not result.rows:
+        return (
+            f"No note {where} contains every word of {_quote(result.query)}. Try fewer or "
+            "other words, or vault_semantic_query for meaning rather than exact words."
+        )
+    lines = [
+        f"{result.total_matches} matches of {_quote(result.query)} in {result.total_files} "
+        f"files {where}:"
+    ]
+    for row in result.rows:
+        name = row.path + "/" if row.is_folder else row.path
+        files = f" in {row.files} files" if row.is_folder else ""
+        lines.append(f"- {name}: {row.matches} matches{files}")
+    top = result.rows[0]
+    step = (
+        f"vault_search_map(query={_quote(result.query)}, folder={_quote(top.path)})"
+        if top.is_folder
+        else f"vault_peek_file(path={_quote(top.path)})"
+    )
+    lines.append(f"next: {step}, or vault_smart_search for the matching passages")
+    return "\n".join(lines)
+
+
+def register_read_tools(mcp: MCPServer[AppState]) -> None:
+    @mcp.tool(title="Read a note", annotations=READ_ONLY, structured_output=False)
+    async def vault_read_note(
+        path: NotePath,
+        ctx: Context[AppState],
+        heading: Annotated[
+            str | None,
+            Field(
+                description="Read only this section (with its subsections): a heading name "
+                "like 'Childhood', or a full path like 'Backstory > Childhood'."
+            ),
+        ] = None,
+        offset: Annotated[
+            int,
+            Field(ge=0, description="Character offset to start from, as given by the "
+                  "continuation hint of a cut read."),
+        ] = 0,
+        max_chars: Annotated[
+            int | None,
+            Field(ge=200, le=100_000, description="Most characters to return "
+                  "(default: the server's read budget, about 1,500 tokens)."),
+        ] = None,
+        format: OutputFormat = "markdown",
+    ) -> str:
+        """Read a note's text verbatim: the whole note, one heading section, or a window.
+
+        Use after a search or vault_peek_file told you which note (and heading) holds what you
+        need; prefer heading= to reading a whole long note. A read longer than the budget is
+        cut at a line break and ends with the exact call that continues it.
+        """
+        state = app_state(ctx)
+        with tool_errors():
+            window = await reading.read_note_window(
+                state.require_vault(),
+                path,
+                heading=heading,
+                offset=offset,
+                max_chars=max_chars or state.settings.read_max_chars,
+            )
+        return to_json(window) if format == "json" else format_window(window)
+
+    @mcp.tool(title="Outline of a note", annotations=READ_ONLY, structured_output=False)
+    async def vault_peek_file(
+        path: NotePath, ctx: Context[AppState], format: OutputFormat = "markdown"
+    ) -> str:
+        """Outline of a note without its text: title, tags, size in tokens, frontmatter keys,
+        a one-line gist and the heading tree with each section's size.
+
+        Use it to decide which section to read with vault_read_note(path, heading=...).
+        """
+        with tool_errors():
+            outline = await reading.peek_note(app_state(ctx).require_vault(), path)
+        return to_json(outline) if format == "json" else format_outline(outline)
+
+    @mcp.tool(title="Vault folder tree", annotations=READ_ONLY, structured_output=False)
+    async def vault_tree(
+        ctx: Context[AppState],
+        folder: Annotated[
+            str, Field(description="Folder to start from; '' (default) is the vault root.")
+        ] = "",
+        depth: Annotated[int, Field(ge=1, le=6, description="Folder levels to show.")] = 2,
+        format: OutputFormat = "markdown",
+    ) -> str:
+        """The vault's structure: folders with note counts, and notes, to a depth.
+
+        Use to learn how a vault is organised or to find a folder for a search's `folder`
+        argument. It shows no note text; to find content, use vault_semantic_query.
+        """
+        with tool_errors():
+            node = await reading.vault_tree(app_state(ctx).require_vault(), folder)
+        return to_json(tree_data(node, depth)) if format == "json" else format_tree(node, depth)
+
+    @mcp.tool(title="Where a term occurs", annotations=READ_ONLY, structured_output=False)
+    async def vault_search_map(
+        query: Annotated[
+            str, Field(min_length=1, description="Words that must all occur in a note.")
+        ],
+        ctx: Context[AppState],
+        folder: Annotated[
+            str, Field(description="Limit to this folder; '' (default) is the whole vault.")
+        ] = "",
+        format: OutputFormat = "markdown",
+    ) -> str:
+        """Last-resort drill-down: how many matches of exact words are in each folder and
+        file one level under `folder`, with no text.
+
+        Prefer vault_semantic_query (answers) or vault_smart_search (matching passages);
+        use this only to see where a term is concentrated in a large vault.
+        """
+        with tool_errors():
+            result = await reading.search_map(app_state(ctx).require_vault(), query, folder)
+        return to_json(result) if format == "json" else format_search_map(result)
+
+    @mcp.tool(title="Append to the scratch note", annotations=APPEND_ONLY, structured_output=False)
+    async def vault_scratch_append(
+        text: Annotated[
+            str, Field(min_length=1, description="What to jot down (markdown).")
+        ],
+        ctx: Context[AppState],
+    ) -> str:
+        """Append a timestamped entry to the agent's scratch note (a working notepad in the
+        vault the user can read). It writes nowhere else.
+
+        For facts you want to find again later, use vault_remember instead.
+        """
+        state = app_state(ctx)
+        with tool_errors():
+            path = await reading.append_scratch(
+                state.require_vault(), state.settings.scratch_path, text, datetime.now(UTC)
+            )
+        return f"Appended to {path}."
+

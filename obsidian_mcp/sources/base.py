@@ -1,0 +1,90 @@
+"""The interface both sources implement: Obsidian's Local REST API, and the vault folder.
+
+Paths given to a source are already normalised by `obsidian_mcp.paths.normalize_vault_path`;
+each source still refuses what only it can check (symlinks, for the folder).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    path: str
+    mtime_ms: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoteData:
+    """A note's text, with what Obsidian knows of it when the source is the REST API."""
+
+    path: str
+    content: str
+    stat: FileStat
+    # Obsidian's metadata cache, when the source has one (REST); None from the folder.
+    backlinks: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatch:
+    start: int
+    end: int
+    source: Literal["content", "filename"] = "content"
+
+
+@dataclass(frozen=True, slots=True)
+class TextSearchHit:
+    """One file's matches for a simple (all words must occur) text search.
+
+    Offsets are into the whole file content, frontmatter included, as the plugin gives them.
+    """
+
+    path: str
+    matches: tuple[TextMatch, ...]
+    # Context windows as the source returned them, keyed by match index; the folder source
+    # has the content at hand and leaves this empty.
+    contexts: Mapping[int, str]
+
+
+class Source(Protocol):
+    """One place the vault can be read from and written to."""
+
+    @property
+    def kind(self) -> Literal["rest", "folder"]: ...
+
+    def describe(self) -> str:
+        """One line for the status resource and `doctor`: what, where, which version."""
+        ...
+
+    async def list_tree(self) -> list[str]:
+        """Every non-hidden file path, plus `folder/` for each folder the source can see."""
+        ...
+
+    async def note_stats(self) -> dict[str, FileStat]:
+        """Every markdown note's stat, in as few requests as the source allows."""
+        ...
+
+    async def stat(self, path: str) -> FileStat | None:
+        """The file's stat, None when no such file; raises IsAFolder for a folder."""
+        ...
+
+    async def read_note(self, path: str) -> NoteData:
+        """The note as text; raises NoteNotFound, IsAFolder or NotText."""
+        ...
+
+    async def write(self, path: str, content: str) -> None:
+        """Create or replace the whole file, creating parent folders."""
+        ...
+
+    async def append(self, path: str, content: str) -> None:
+        """Append `content`, creating the file; a newline is added first when the file
+        does not end with one (the plugin's rule, followed by both sources)."""
+        ...
+
+    async def delete(self, path: str) -> None: ...
+
+    async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
+        """Notes where every word of `query` occurs (case-insensitive), every occurrence."""
+        ...

@@ -1,0 +1,458 @@
+"""Obsidian's Local REST API plugin, versions 3.x to 5.x.
+
+The contract moved between versions (see shared/reference/local-rest-api.md); the client
+reads `versions.self` from `GET /` once and branches only where it must. Requests that are
+safe to repeat are retried on transport errors, 429 and 5xx with jittered backoff, bounded
+in total time; appends are never retried blindly, because a POST that timed out may have
+landed already.
+"""
+
+import json
+import logging
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+from urllib.parse import quote
+
+import anyio
+import httpx
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from obsidian_mcp.config import Settings
+from obsidian_mcp.errors import (
+    AuthRejected,
+    CertificateUntrusted,
+    IsAFolder,
+    NoteNotFound,
+    NotText,
+    ObsidianConnectionLost,
+    ObsidianTimeout,
+    ObsidianUnreachable,
+    UpstreamError,
+    VaultError,
+)
+from obsidian_mcp.paths import is_markdown
+from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
+from obsidian_mcp.sources.folder import decode_text, looks_binary
+
+logger = logging.getLogger(__name__)
+
+NOTE_JSON = "application/vnd.olrapi.note+json"
+JSONLOGIC = "application/vnd.olrapi.jsonlogic+json"
+SMART_SEARCH_ROUTE = "/search/smart"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What `GET /` says about the running plugin."""
+
+    version: tuple[int, ...]
+    version_text: str
+    authenticated: bool
+    extension_routes: frozenset[str]
+    extension_ids: frozenset[str]
+
+    @property
+    def has_smart_search(self) -> bool:
+        # 3.x lists extension manifests without routes; the plugin id is the only clue there.
+        return SMART_SEARCH_ROUTE in self.extension_routes or "mcp-tools" in self.extension_ids
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def encode_path(path: str) -> str:
+    """Percent-encode each segment: 5.x decodes per segment, so `%2F` is never a separator."""
+    return "/".join(quote(segment, safe="") for segment in path.split("/"))
+
+
+class RetryableStatus(Exception):
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        super().__init__(f"HTTP {response.status_code}")
+
+
+def _is_transient(exc: BaseException) -> bool:
+    # A read timeout is not retried: a plugin that hung once (3.x handler exceptions never
+    # answer) hangs again, and a retry would only double the agent's wait.
+    if isinstance(exc, httpx.ReadTimeout):
+        return False
+    return isinstance(exc, httpx.TransportError | RetryableStatus)
+
+
+def _is_certificate_failure(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return True
+        if "CERTIFICATE_VERIFY_FAILED" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase
+    if isinstance(body, dict):
+        envelope = cast(dict[str, object], body)
+        return str(envelope.get("message") or envelope.get("error") or envelope)[:300]
+    return str(cast(object, body))[:300]
+
+
+def _is_folder_listing(response: httpx.Response) -> bool:
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and set(cast(dict[str, object], body)) == {"files"}
+
+
+def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
+    """What the REST client verifies against: the plugin's own certificate by default."""
+    if settings.protocol == "http":
+        return True
+    if not settings.verify_tls:
+        logger.warning(
+            "TLS verification of the Local REST API is OFF (OBSIDIAN_VERIFY_TLS=false); "
+            "only this server's REST client is affected."
+        )
+        return False
+    cert = settings.trusted_cert()
+    if cert is None:
+        return True
+    return ssl.create_default_context(cafile=str(cert))
+
+
+def build_http_client(
+    settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
+    headers: dict[str, str] = {}
+    if settings.api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    return httpx.AsyncClient(
+        base_url=settings.base_url,
+        headers=headers,
+        verify=tls_verification(settings),
+        timeout=httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+        transport=transport,
+    )
+
+
+class RestSource:
+    def __init__(self, http: httpx.AsyncClient, settings: Settings) -> None:
+        self._http = http
+        self._settings = settings
+        self._info: ServerInfo | None = None
+
+    @property
+    def kind(self) -> Literal["rest"]:
+        return "rest"
+
+    @property
+    def url(self) -> str:
+        return self._settings.base_url
+
+    def describe(self) -> str:
+        version = self._info.version_text if self._info else "version not yet read"
+        return f"Local REST API at {self.url} (plugin {version})"
+
+    # -- transport -------------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        idempotent: bool,
+        headers: Mapping[str, str] | None = None,
+        content: str | bytes | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> httpx.Response:
+        """One request with the retry policy; transport failures become VaultErrors."""
+        settings = self._settings
+        attempts = settings.retry_attempts if idempotent else 1
+
+        async def attempt_once() -> httpx.Response:
+            response = await self._http.request(
+                method, url, headers=headers, content=content, params=params
+            )
+            if idempotent and (response.status_code == 429 or response.status_code >= 500):
+                raise RetryableStatus(response)
+            return response
+
+        try:
+            with anyio.fail_after(settings.retry_budget):
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception(_is_transient),
+                    stop=stop_after_attempt(attempts) | stop_after_delay(settings.retry_budget),
+                    wait=wait_exponential_jitter(multiplier=0.1, max=2.0),
+                    reraise=True,
+                ):
+                    with attempt:
+                        return await attempt_once()
+        except RetryableStatus as exc:
+            return exc.response
+        except TimeoutError:
+            raise ObsidianTimeout(self.url, settings.retry_budget) from None
+        except httpx.TimeoutException:
+            raise ObsidianTimeout(self.url, settings.request_timeout) from None
+        except httpx.TransportError as exc:
+            if _is_certificate_failure(exc):
+                raise CertificateUntrusted(self.url) from None
+            detail = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+            if isinstance(exc, httpx.ConnectError):
+                raise ObsidianUnreachable(self.url, detail) from None
+            raise ObsidianConnectionLost(self.url, detail) from None
+        raise AssertionError("tenacity ends with a return or a raise")
+
+    def _check(self, response: httpx.Response, path: str = "") -> httpx.Response:
+        status = response.status_code
+        if status < 400:
+            return response
+        if status == 401:
+            raise AuthRejected()
+        if status == 404 and path:
+            raise NoteNotFound(path)
+        if status == 405 and path:
+            raise IsAFolder(path)
+        raise UpstreamError(self.url, status, _error_message(response))
+
+    async def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise UpstreamError(self.url, response.status_code, f"not JSON: {exc}") from None
+
+    # -- server info -----------------------------------------------------------------------
+
+    async def server_info(self, *, refresh: bool = False) -> ServerInfo:
+        if self._info is not None and not refresh:
+            return self._info
+        response = self._check(await self._send("GET", "/", idempotent=True))
+        body = cast(dict[str, Any], await self._json(response))
+        extensions = cast(list[dict[str, Any]], body.get("apiExtensions") or [])
+        routes = {
+            str(route.get("path", ""))
+            for ext in extensions
+            for route in cast(list[dict[str, Any]], ext.get("routes") or [])
+        }
+        version_text = str(cast(dict[str, Any], body.get("versions") or {}).get("self", "0"))
+        self._info = ServerInfo(
+            version=parse_version(version_text),
+            version_text=version_text,
+            authenticated=bool(body.get("authenticated")),
+            extension_routes=frozenset(routes),
+            extension_ids=frozenset(str(ext.get("id", "")) for ext in extensions),
+        )
+        return self._info
+
+    async def fetch_certificate(self) -> str:
+        """The plugin's certificate as PEM (needs no auth)."""
+        response = self._check(
+            await self._send("GET", "/obsidian-local-rest-api.crt", idempotent=True)
+        )
+        return response.text
+
+    # -- listing ---------------------------------------------------------------------------
+
+    async def _list_folder(self, folder: str) -> list[str]:
+        # A trailing slash lists on every version; 3.x treats a path without it as a file.
+        url = "/vault/" + (encode_path(folder) + "/" if folder else "")
+        response = await self._send("GET", url, idempotent=True)
+        if response.status_code == 404:
+            return []
+        body = cast(dict[str, Any], await self._json(self._check(response)))
+        return [str(entry) for entry in cast(list[object], body.get("files") or [])]
+
+    async def list_tree(self) -> list[str]:
+        entries: list[str] = []
+        pending = [""]
+        limiter = anyio.CapacityLimiter(8)
+
+        async def visit(folder: str, found: list[str]) -> None:
+            async with limiter:
+                children = await self._list_folder(folder)
+            prefix = folder + "/" if folder else ""
+            found.extend(prefix + child for child in children)
+
+        while pending:
+            found: list[str] = []
+            try:
+                async with anyio.create_task_group() as group:
+                    for folder in pending:
+                        group.start_soon(visit, folder, found)
+            except ExceptionGroup as failures:
+                # One failed listing explains them all (Obsidian closed, key rejected).
+                raise failures.exceptions[0] from None
+            entries.extend(found)
+            pending = [entry.rstrip("/") for entry in found if entry.endswith("/")]
+        return sorted(entries)
+
+    async def note_stats(self) -> dict[str, FileStat]:
+        # One JsonLogic request returns every note's stat; no per-note round trips.
+        response = await self._send(
+            "POST",
+            "/search/",
+            idempotent=True,
+            headers={"Content-Type": JSONLOGIC},
+            content=json.dumps({"var": "stat"}),
+        )
+        rows = cast(list[dict[str, Any]], await self._json(self._check(response)))
+        stats: dict[str, FileStat] = {}
+        for row in rows:
+            path = str(row["filename"])
+            stat = cast(dict[str, Any], row.get("result") or {})
+            stats[path] = FileStat(path, int(stat.get("mtime", 0)), int(stat.get("size", 0)))
+        return stats
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _raise_missing(self, path: str) -> None:
+        """A 404 on a file path may be a folder (3.x answers 404 without the slash)."""
+        if await self._list_folder(path):
+            raise IsAFolder(path)
+        raise NoteNotFound(path)
+
+    async def read_note(self, path: str) -> NoteData:
+        url = "/vault/" + encode_path(path)
+        if not is_markdown(path):
+            response = await self._send("GET", url, idempotent=True)
+            if response.status_code == 404:
+                await self._raise_missing(path)
+            data = self._check(response, path).content
+            if _is_folder_listing(response):
+                raise IsAFolder(path)  # 5.x lists a folder even without the trailing slash
+            if looks_binary(data[:8192]):
+                raise NotText(path)
+            return NoteData(path, decode_text(data), FileStat(path, 0, len(data)))
+        response = await self._send("GET", url, idempotent=True, headers={"Accept": NOTE_JSON})
+        if response.status_code == 404:
+            await self._raise_missing(path)
+        if _is_folder_listing(response):
+            raise IsAFolder(path)
+        body = cast(dict[str, Any], await self._json(self._check(response, path)))
+        stat = cast(dict[str, Any], body.get("stat") or {})
+        backlinks = body.get("backlinks")
+        return NoteData(
+            path=path,
+            content=str(body.get("content", "")),
+            stat=FileStat(path, int(stat.get("mtime", 0)), int(stat.get("size", 0))),
+            backlinks=(
+                tuple(str(b) for b in cast(list[object], backlinks))
+                if isinstance(backlinks, list)
+                else None
+            ),
+        )
+
+    async def stat(self, path: str) -> FileStat | None:
+        try:
+            return (await self.read_note(path)).stat
+        except NoteNotFound:
+            return None
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def write(self, path: str, content: str) -> None:
+        response = await self._send(
+            "PUT",
+            "/vault/" + encode_path(path),
+            idempotent=True,
+            headers={"Content-Type": "text/markdown"},
+            content=content.encode("utf-8"),
+        )
+        self._check(response, path)
+
+    async def append(self, path: str, content: str) -> None:
+        response = await self._send(
+            "POST",
+            "/vault/" + encode_path(path),
+            idempotent=False,
+            headers={"Content-Type": "text/markdown"},
+            content=content.encode("utf-8"),
+        )
+        self._check(response, path)
+
+    async def delete(self, path: str) -> None:
+        response = await self._send("DELETE", "/vault/" + encode_path(path), idempotent=True)
+        self._check(response, path)
+
+    # -- search ----------------------------------------------------------------------------
+
+    async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
+        if not query.split():
+            raise VaultError("The search query is empty; give one or more words.")
+        # contextLength is always sent: plugins up to 3.2 return empty contexts without it.
+        response = await self._send(
+            "POST",
+            "/search/simple/",
+            idempotent=True,
+            params={"query": query, "contextLength": context_length},
+        )
+        rows = cast(list[dict[str, Any]], await self._json(self._check(response)))
+        hits: list[TextSearchHit] = []
+        for row in rows:
+            matches: list[TextMatch] = []
+            contexts: dict[int, str] = {}
+            for entry in cast(list[dict[str, Any]], row.get("matches") or []):
+                span = cast(dict[str, Any], entry.get("match") or {})
+                source = "filename" if span.get("source") == "filename" else "content"
+                contexts[len(matches)] = str(entry.get("context", ""))
+                matches.append(TextMatch(int(span.get("start", 0)), int(span.get("end", 0)), source))
+            hits.append(TextSearchHit(str(row["filename"]), tuple(matches), contexts))
+        return hits
+
+    async def smart_search(
+        self, query: str, *, folders: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """`POST /search/smart` (the mcp-tools extension); raw result rows."""
+        filter_: dict[str, Any] = {"limit": limit}
+        if folders:
+            filter_["folders"] = folders
+        payload = json.dumps({"query": query, "filter": filter_})
+        # The original plugin parses the body from a JSON *string* (a text/* request); its
+        # fork from 0.3.8 on also takes application/json, which the original refuses.
+        response = await self._send(
+            "POST",
+            SMART_SEARCH_ROUTE,
+            idempotent=True,
+            headers={"Content-Type": "text/plain"},
+            content=payload,
+        )
+        if response.status_code == 400 and "string" in response.text:
+            response = await self._send(
+                "POST",
+                SMART_SEARCH_ROUTE,
+                idempotent=True,
+                headers={"Content-Type": "application/json"},
+                content=payload,
+            )
+        body = cast(dict[str, Any], await self._json(self._check(response)))
+        return cast(list[dict[str, Any]], body.get("results") or [])
+
+    async def post_json(self, route: str, payload: Mapping[str, object]) -> Any:
+        """A user-configured bridge route (e.g. /smart-connections/search/)."""
+        response = await self._send(
+            "POST",
+            route,
+            idempotent=True,
+            headers={"Content-Type": "application/json"},
+            content=json.dumps(payload),
+        )
+        return await self._json(self._check(response))

@@ -1,0 +1,578 @@
+# pyright: strict
+"""What an agent needs to know about one Obsidian note, read from its markdown.
+
+All offsets are character offsets into the note content as given (CRLF files included).
+Code (fenced and indented blocks, inline code spans) never yields links, tags or block
+ids. Headings are markdown-it's top-level ATX and setext headings; a ``#`` line inside a
+code block, quote or list is not a section boundary.
+"""
+
+import posixpath
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import cast
+from urllib.parse import unquote
+
+import yaml
+from markdown_it import MarkdownIt
+
+from obsidian_mcp.text.snippets import sentence_spans, truncate_at_word
+
+
+@dataclass(frozen=True, slots=True)
+class WikiLink:
+    target: str
+    heading: str | None
+    block: str | None
+    alias: str | None
+    embed: bool
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    heading: str | None
+    level: int
+    path: tuple[str, ...]
+    start: int
+    body_start: int
+    end: int
+    # For the preamble (level 0) this equals `end`: headings are not nested under it.
+    subtree_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    start: int
+    end: int
+    section_index: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    path: str
+    content: str
+    frontmatter: dict[str, object]
+    frontmatter_error: str | None
+    body_start: int
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    sections: tuple[Section, ...]
+    paragraphs: tuple[Paragraph, ...]
+    links: tuple[WikiLink, ...]
+    block_ids: dict[str, int]
+
+
+# Only the block structure is needed, so the inline pass (the slow half) is skipped.
+_MARKDOWN = MarkdownIt("commonmark").enable("table").disable("inline")
+
+_BLOCK_KINDS = {
+    "paragraph_open": "paragraph",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "blockquote_open": "quote",
+    "table_open": "table",
+    "fence": "code",
+    "code_block": "code",
+    "html_block": "other",
+}
+_CODE_BLOCKS = frozenset({"fence", "code_block"})
+
+# markdown-it counts "\r\n", a lone "\r" and "\n" as one line break each.
+_LINE_BREAK_RE = re.compile(r"\r\n?|\n")
+_FRONTMATTER_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r\n?|\n|\Z)", re.MULTILINE)
+_INLINE_CODE_RE = re.compile(
+    r"(?<!`)(`+)(?!`)((?:[^\n]|\n(?![ \t]*(?:\r?\n|\Z)))+?)(?<!`)\1(?!`)"
+)
+_WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+_MARKDOWN_LINK_RE = re.compile(
+    r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()\s]+))(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
+_URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# Obsidian's tag alphabet: anything but whitespace and punctuation, keeping _ - /.
+_TAG_RE = re.compile(r"(?<!\S)#([^\s!-,.:-@\[-^`{-~\u2000-\u206f\u3000-\u303f]+)")
+_BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
+_STANDALONE_BLOCK_ID_RE = re.compile(r"\^([A-Za-z0-9-]+)")
+_NOT_ONLY_DIGITS_RE = re.compile(r"\D")
+_TAG_SPLIT_RE = re.compile(r"[,\s]+")
+_TAGS_KEY_RE = re.compile(r"tags?", re.IGNORECASE)
+_ALIASES_KEY_RE = re.compile(r"alias(?:es)?", re.IGNORECASE)
+
+_HEADING_LINE_RE = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$", re.M)
+_QUOTE_MARKER_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
+_CALLOUT_MARKER_RE = re.compile(r"^\[![^\]\n]*\][+-]?[ \t]*", re.MULTILINE)
+_TRAILING_BLOCK_ID_RE = re.compile(r"(?:^|[ \t]+)\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
+_MARKDOWN_LINK_TEXT_RE = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")
+_EMPHASIS_RES = (
+    re.compile(r"(\*{1,3})(?=\S)(.+?)(?<=\S)\1"),
+    # Intraword underscores (snake_case) are not emphasis.
+    re.compile(r"(?<!\w)(_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)"),
+    re.compile(r"(==|~~)(?=\S)(.+?)(?<=\S)\1"),
+)
+
+_SUMMARY_KEYS = ("summary", "description", "gist")
+# Words of letters, except labels such as "Next:" or "Up::" that introduce a link.
+_OWN_WORD_RE = re.compile(r"[^\W\d_]+(?![\w:])")
+_DECORATION_RE = re.compile(
+    rf"{_WIKILINK_RE.pattern}|{_MARKDOWN_LINK_TEXT_RE.pattern}|{_TAG_RE.pattern}"
+)
+# A paragraph with links or tags must have this many words of its own to be prose, so
+# "Related: [[A]], [[B]]", "Prev: [[A]] · Next: [[B]]" or "see #x #y" is not a gist.
+_MIN_WORDS_BESIDE_LINKS = 3
+# "#" separates only when glued to a name ("A#B", as in links), so "Plans #draft" keeps
+# its tag.
+_PATH_SEPARATOR_RE = re.compile(r"\s*(?:>|::)\s*|(?<=\S)#")
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """SafeLoader that leaves timestamps as strings, as Obsidian does: ``2024-05-01``
+    stays text (JSON-friendly), and an impossible date is not an error."""
+
+
+_FrontmatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _load_frontmatter(block: str) -> tuple[dict[str, object], str | None]:
+    try:
+        data: object = yaml.load(block, Loader=_FrontmatterLoader)
+    except yaml.MarkedYAMLError as error:
+        where = f" (line {error.problem_mark.line + 2})" if error.problem_mark else ""
+        return {}, f"invalid YAML frontmatter: {error.problem or error}{where}"
+    # Vault files are untrusted input and PyYAML's constructors can raise more than
+    # YAMLError (ValueError, OverflowError, RecursionError...); a note must still parse.
+    except Exception as error:
+        return {}, f"invalid YAML frontmatter: {error}"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, f"frontmatter is a YAML {type(data).__name__}, not a mapping"
+    return {str(key): value for key, value in cast("dict[object, object]", data).items()}, None
+
+
+def _split_frontmatter(content: str) -> tuple[str | None, int]:
+    """The YAML text of the frontmatter block (None without one) and where the body starts."""
+    if content.startswith("---\n"):
+        yaml_start = 4
+    elif content.startswith("---\r\n"):
+        yaml_start = 5
+    else:
+        return None, 0
+    closing = _FRONTMATTER_CLOSE_RE.search(content, yaml_start)
+    if closing is None:
+        return None, 0
+    return content[yaml_start : closing.start()], closing.end()
+
+
+def _blank_out(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` with the given spans replaced by spaces, keeping line breaks and length."""
+    pieces: list[str] = []
+    position = 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        pieces.append(text[position:start])
+        pieces.append(re.sub(r"[^\r\n]", " ", text[start:end]))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _parse_wikilink_inner(inner: str) -> tuple[str, str | None, str | None, str | None]:
+    """(target, heading, block, alias) of the text between ``[[`` and ``]]``."""
+    reference, has_alias, alias = inner.partition("|")
+    # Inside tables the alias pipe is written "\|".
+    target, *fragments = reference.rstrip("\\").split("#")
+    heading: str | None = None
+    block: str | None = None
+    for fragment in (f.strip() for f in fragments):
+        if fragment.startswith("^"):
+            block = fragment[1:] or None
+        elif fragment:
+            heading = fragment
+    return target.strip(), heading, block, (alias.strip() or None) if has_alias else None
+
+
+def _wikilinks(masked: str, body_start: int) -> Iterable[WikiLink]:
+    for match in _WIKILINK_RE.finditer(masked, body_start):
+        if not match.group(2).strip():
+            continue
+        target, heading, block, alias = _parse_wikilink_inner(match.group(2))
+        yield WikiLink(
+            target, heading, block, alias, bool(match.group(1)), match.start(), match.end()
+        )
+
+
+def _note_links(masked: str, body_start: int) -> Iterable[WikiLink]:
+    """Markdown links to local notes, ``[text](Some%20Note.md#Heading)``."""
+    for match in _MARKDOWN_LINK_RE.finditer(masked, body_start):
+        destination = match.group(3) or match.group(4)
+        if _URL_SCHEME_RE.match(destination):
+            continue
+        path, _, fragment = destination.partition("#")
+        if not path.lower().endswith(".md"):
+            continue
+        fragment = unquote(fragment).strip()
+        is_block = fragment.startswith("^")
+        yield WikiLink(
+            target=unquote(path),
+            heading=None if is_block else fragment or None,
+            block=(fragment[1:] or None) if is_block else None,
+            alias=match.group(2).strip() or None,
+            embed=bool(match.group(1)),
+            start=match.start(),
+            end=match.end(),
+        )
+
+
+def _is_tag(name: str) -> bool:
+    return _NOT_ONLY_DIGITS_RE.search(name) is not None
+
+
+def _frontmatter_strings(frontmatter: dict[str, object], key_re: re.Pattern[str]) -> list[str]:
+    found: list[str] = []
+    for key, value in frontmatter.items():
+        if not key_re.fullmatch(key):
+            continue
+        items = cast("list[object]", value) if isinstance(value, list) else [value]
+        found.extend(item for item in items if isinstance(item, str))
+    return found
+
+
+def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
+    """Non-empty values, first spelling kept, duplicates dropped ignoring case."""
+    seen: dict[str, str] = {}
+    for value in values:
+        if value:
+            seen.setdefault(value.casefold(), value)
+    return tuple(seen.values())
+
+
+def _frontmatter_tags(frontmatter: dict[str, object]) -> list[str]:
+    return [
+        tag
+        for item in _frontmatter_strings(frontmatter, _TAGS_KEY_RE)
+        for tag in (part.lstrip("#") for part in _TAG_SPLIT_RE.split(item))
+        if tag and _is_tag(tag)
+    ]
+
+
+def _frontmatter_aliases(frontmatter: dict[str, object]) -> list[str]:
+    # A plain string holds comma-separated aliases, as Obsidian's older format had it.
+    return [
+        alias.strip()
+        for item in _frontmatter_strings(frontmatter, _ALIASES_KEY_RE)
+        for alias in item.split(",")
+    ]
+
+
+def _line_offsets(content: str, body_start: int) -> list[int]:
+    offsets = [body_start]
+    offsets.extend(match.end() for match in _LINE_BREAK_RE.finditer(content, body_start))
+    return offsets
+
+
+def _rstrip_end(content: str, start: int, end: int) -> int:
+    while end > start and content[end - 1].isspace():
+        end -= 1
+    return end
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    level: int
+    text: str
+    start: int
+    body_start: int
+
+
+def _sections(content: str, body_start: int, headings: Sequence[_Heading]) -> list[Section]:
+    preamble_end = headings[0].start if headings else len(content)
+    sections: list[Section] = []
+    if content[body_start:preamble_end].strip():
+        sections.append(Section(None, 0, (), body_start, body_start, preamble_end, preamble_end))
+    subtree_ends = [len(content)] * len(headings)
+    open_headings: list[int] = []
+    paths: list[tuple[str, ...]] = []
+    for index, heading in enumerate(headings):
+        while open_headings and headings[open_headings[-1]].level >= heading.level:
+            subtree_ends[open_headings.pop()] = heading.start
+        paths.append((*(headings[i].text for i in open_headings), heading.text))
+        open_headings.append(index)
+    for index, heading in enumerate(headings):
+        end = headings[index + 1].start if index + 1 < len(headings) else len(content)
+        sections.append(
+            Section(
+                heading.text,
+                heading.level,
+                paths[index],
+                heading.start,
+                heading.body_start,
+                end,
+                subtree_ends[index],
+            )
+        )
+    return sections
+
+
+def parse_note(path: str, content: str) -> ParsedNote:
+    """Parse a note once into everything the tools ask about. Never raises on bad input."""
+    yaml_text, body_start = _split_frontmatter(content)
+    frontmatter, frontmatter_error = (
+        _load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)
+    )
+    line_offsets = _line_offsets(content, body_start)
+
+    def offset_of(line: int) -> int:
+        return line_offsets[line] if line < len(line_offsets) else len(content)
+
+    tokens = _MARKDOWN.parse(content[body_start:])
+    headings: list[_Heading] = []
+    blocks: list[tuple[int, int, str]] = []
+    # Frontmatter and code blocks: never scanned for links, tags or block ids.
+    hidden_spans: list[tuple[int, int]] = [(0, body_start)]
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        start, after = offset_of(token.map[0]), offset_of(token.map[1])
+        if token.type in _CODE_BLOCKS:
+            hidden_spans.append((start, after))
+        if token.level != 0:
+            continue
+        if token.type == "heading_open":
+            # markdown-it always follows heading_open with the heading's inline token.
+            text = " ".join(tokens[index + 1].content.split())
+            headings.append(_Heading(int(token.tag[1]), text, start, after))
+        elif token.type in _BLOCK_KINDS:
+            end = _rstrip_end(content, start, after)
+            # Unicode spaces (U+00A0...) make a paragraph for markdown-it but hold no text.
+            if end > start:
+                blocks.append((start, end, _BLOCK_KINDS[token.type]))
+
+    without_blocks = _blank_out(content, hidden_spans)
+    inline_code = (
+        match.span() for match in _INLINE_CODE_RE.finditer(without_blocks, body_start)
+    )
+    masked = _blank_out(without_blocks, inline_code)
+
+    sections = _sections(content, body_start, headings)
+    section_starts = [section.start for section in sections]
+    paragraphs: list[Paragraph] = []
+    block_ids: dict[str, int] = {}
+    for start, end, kind in blocks:
+        standalone_id = _STANDALONE_BLOCK_ID_RE.fullmatch(masked, start, end)
+        if standalone_id and paragraphs:
+            # "^id" on its own line names the block before it (how tables get ids).
+            block_ids.setdefault(standalone_id.group(1), paragraphs[-1].start)
+            continue
+        paragraphs.append(Paragraph(start, end, bisect_right(section_starts, start) - 1, kind))
+        if kind != "code":
+            for block_id in _BLOCK_ID_RE.finditer(masked, start, end):
+                block_ids.setdefault(block_id.group(1), start)
+
+    links = sorted(
+        [*_wikilinks(masked, body_start), *_note_links(masked, body_start)],
+        key=lambda link: link.start,
+    )
+    inline_tags = (
+        match.group(1)
+        for match in _TAG_RE.finditer(masked, body_start)
+        if _is_tag(match.group(1))
+    )
+    return ParsedNote(
+        path=path,
+        content=content,
+        frontmatter=frontmatter,
+        frontmatter_error=frontmatter_error,
+        body_start=body_start,
+        title=_title(path, frontmatter, sections),
+        aliases=_dedupe(_frontmatter_aliases(frontmatter)),
+        tags=_dedupe([*_frontmatter_tags(frontmatter), *inline_tags]),
+        sections=tuple(sections),
+        paragraphs=tuple(paragraphs),
+        links=tuple(links),
+        block_ids=block_ids,
+    )
+
+
+def _title(path: str, frontmatter: dict[str, object], sections: Sequence[Section]) -> str:
+    title = frontmatter.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    for section in sections:
+        if section.level == 1 and section.heading:
+            return " ".join(plain_text(section.heading).split())
+    name = posixpath.basename(path)
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def _normalise_heading(text: str) -> str:
+    return " ".join(plain_text(text).split()).casefold()
+
+
+def _is_subsequence(wanted: Sequence[str], within: Sequence[str]) -> bool:
+    remaining = iter(within)
+    return all(part in remaining for part in wanted)
+
+
+def find_section(note: ParsedNote, heading: str) -> Section | None:
+    """The section a heading reference names, or None.
+
+    `heading` is a heading name or a path of them joined by ``>``, ``::`` or ``#``
+    (``"Backstory > Childhood"``), compared case-insensitively with markdown and extra
+    whitespace ignored. In order of preference: a section whose full path is exactly
+    that; one whose own heading is the last part and whose ancestors include the other
+    parts in order (``"Alice > Childhood"`` finds ``Characters > Alice > Childhood``); one
+    whose heading is the whole reference taken literally (headings containing ``>``).
+    Within a tier the first in document order wins.
+    """
+    reference = heading.strip().lstrip("#")  # "#Childhood", as written in a link
+    parts = tuple(
+        part for part in map(_normalise_heading, _PATH_SEPARATOR_RE.split(reference)) if part
+    )
+    literal = _normalise_heading(reference)
+    if not literal:
+        return None
+    headed = [section for section in note.sections if section.heading is not None]
+    ranked = [
+        (tier, index)
+        for index, section in enumerate(headed)
+        if (tier := _match_tier(tuple(map(_normalise_heading, section.path)), parts, literal))
+        is not None
+    ]
+    return headed[min(ranked)[1]] if ranked else None
+
+
+def _match_tier(path: tuple[str, ...], parts: tuple[str, ...], literal: str) -> int | None:
+    """How well a normalised heading path matches a reference; lower is better."""
+    if path == parts:
+        return 0
+    if parts and path[-1] == parts[-1] and _is_subsequence(parts[:-1], path[:-1]):
+        return 1
+    if path[-1] == literal:
+        return 2
+    return None
+
+
+def resolve_link(target: str, from_path: str, all_paths: Sequence[str]) -> str | None:
+    """The vault path a link target points to, as Obsidian resolves it, or None.
+
+    ``""`` (a same-note link) is `from_path`. Otherwise, in order: the exact vault path,
+    with or without ``.md`` (case-sensitive first, then ignoring case); the path relative
+    to `from_path`'s folder; then any file whose path ends with the target (so a bare
+    note name, with or without ``.md``, or an attachment's file name), ignoring case,
+    preferring `from_path`'s folder, then the fewest folders, then the shortest path.
+    A ``#heading`` part of `target` is ignored.
+    """
+    name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
+    if not name:
+        return from_path
+    exact = set(all_paths)
+    by_lower: dict[str, str] = {}
+    for path in all_paths:
+        by_lower.setdefault(path.lower(), path)
+
+    def lookup(candidate: str) -> str | None:
+        for spelling in (candidate, candidate + ".md"):
+            if spelling in exact:
+                return spelling
+        for spelling in (candidate, candidate + ".md"):
+            if spelling.lower() in by_lower:
+                return by_lower[spelling.lower()]
+        return None
+
+    folder = posixpath.dirname(from_path)
+    relative = posixpath.normpath(posixpath.join(folder, name))
+    for candidate in (name, relative):
+        found = lookup(candidate)
+        if found is not None:
+            return found
+
+    wanted = name.lower()
+    suffix = "/" + wanted
+
+    def ends_with_name(path: str) -> bool:
+        lowered = path.lower()
+        forms = (lowered, lowered[:-3]) if lowered.endswith(".md") else (lowered,)
+        return any(form == wanted or form.endswith(suffix) for form in forms)
+
+    candidates = [path for path in all_paths if ends_with_name(path)]
+    if not candidates:
+        return None
+    return min(
+        candidates,
+        key=lambda path: (posixpath.dirname(path) != folder, path.count("/"), len(path), path),
+    )
+
+
+def _wikilink_display(match: re.Match[str]) -> str:
+    target, heading, block, alias = _parse_wikilink_inner(match.group(2))
+    if alias:
+        return alias
+    if target and heading:
+        return f"{target} > {heading}"
+    return target or heading or block or ""
+
+
+def _plain_inline(markdown: str) -> str:
+    text = _WIKILINK_RE.sub(_wikilink_display, markdown)
+    text = _MARKDOWN_LINK_TEXT_RE.sub(r"\1", text)
+    for emphasis in _EMPHASIS_RES:
+        text = emphasis.sub(r"\2", text)
+    return text
+
+
+def plain_text(markdown: str) -> str:
+    """`markdown` as a reader sees it: wikilinks as their alias (or target), markdown
+    links as their text, no emphasis, highlight or strikethrough markers, no heading
+    hashes, quote or callout markers, backticks or block ids; inline code is kept
+    verbatim. Line breaks, list markers and tags are kept."""
+    text = _HEADING_LINE_RE.sub(r"\1", markdown)
+    text = _QUOTE_MARKER_RE.sub("", text)
+    text = _CALLOUT_MARKER_RE.sub("", text)
+    text = _TRAILING_BLOCK_ID_RE.sub("", text)
+    pieces: list[str] = []
+    position = 0
+    for code in _INLINE_CODE_RE.finditer(text):
+        pieces += [_plain_inline(text[position : code.start()]), code.group(2)]
+        position = code.end()
+    pieces.append(_plain_inline(text[position:]))
+    return "".join(pieces)
+
+
+def _is_prose(markdown: str) -> bool:
+    own_words = _OWN_WORD_RE.findall(_DECORATION_RE.sub(" ", markdown))
+    decorated = _DECORATION_RE.search(markdown) is not None
+    return len(own_words) >= (_MIN_WORDS_BESIDE_LINKS if decorated else 1)
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    spans = sentence_spans(flat)
+    return flat[spans[0][0] : spans[0][1]] if spans else ""
+
+
+def gist(note: ParsedNote, max_chars: int = 160) -> str:
+    """One sentence saying what the note is about; "" when nothing qualifies.
+
+    The frontmatter ``summary``, ``description`` or ``gist`` if set, else the first
+    sentence of the first prose paragraph (not a heading, list, quote or callout, table,
+    code, or a line of links, embeds or tags), as plain text. Longer than `max_chars`,
+    it is cut at a word boundary and ``…`` appended (so up to ``max_chars + 1`` long).
+    """
+    for key in _SUMMARY_KEYS:
+        summary = note.frontmatter.get(key)
+        if isinstance(summary, str) and summary.strip():
+            return truncate_at_word(" ".join(plain_text(summary).split()), max_chars)
+    for paragraph in note.paragraphs:
+        text = note.content[paragraph.start : paragraph.end]
+        if paragraph.kind == "paragraph" and _is_prose(text):
+            return truncate_at_word(_first_sentence(plain_text(text)), max_chars)
+    return ""

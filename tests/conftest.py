@@ -1,0 +1,60 @@
+"""Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from obsidian_mcp.config import Settings
+from tests.standin.process import StandinProcess
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def vault_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(FIXTURE_VAULT, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def shared_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the fixture vault per module, for tests that only read."""
+    target = tmp_path_factory.mktemp("vault") / "vault"
+    shutil.copytree(FIXTURE_VAULT, target)
+    return target
+
+
+@pytest.fixture(scope="module", params=["3.2.0", "5.1.0"])
+def standin(request: pytest.FixtureRequest, shared_vault: Path) -> Iterator[StandinProcess]:
+    """The stand-in Local REST API over the module's vault copy, for plugin 3.x and 5.x."""
+    with StandinProcess(shared_vault, plugin_version=request.param) as process:
+        yield process
+
+
+def rest_settings(process: StandinProcess, config_dir: Path, **overrides: object) -> Settings:
+    """Settings that point the server at a running stand-in, trusting its certificate."""
+    values: dict[str, object] = {
+        "api_key": process.api_key,
+        "host": "127.0.0.1",
+        "port": process.port,
+        "cert": Path(process.cert),
+        "config_dir": config_dir,
+        "request_timeout": 2.0,
+        "connect_timeout": 1.0,
+        "retry_budget": 5.0,
+    }
+    values.update(overrides)
+    return Settings.model_validate(values)
+
+
+def folder_settings(vault: Path, config_dir: Path, **overrides: object) -> Settings:
+    return Settings.model_validate({"vault_path": vault, "config_dir": config_dir, **overrides})

@@ -1,0 +1,225 @@
+"""``POST /search/smart`` of the mcp-tools extension, ranked from ``.smart-env/`` on disk.
+
+What it reads (reference §2.4): ``<vault>/.smart-env/smart_env.json`` names the model at
+``smart_sources.embed_model.<adapter>.model_key``; every ``multi/*.ajson`` file holds
+lines ``"smart_sources:<path>": {...},`` and ``"smart_blocks:<path>#H##S": {...},``
+(trailing comma stripped, wrapped in braces, later lines win, ``null`` deletes); each
+item's vector is ``embeddings[<model_key>].vec``; a block's ``lines`` ``[start, end]``
+(1-indexed, inclusive) slice its text out of the note.
+
+Scoring is cosine similarity between the query vector and every source and block vector
+(as Smart Connections' ``lookup`` does); results are merged, sorted by score descending
+and cut at ``filter.limit`` (default 10). ``folders``/``excludeFolders`` are key prefixes.
+
+The stand-in cannot run the embedding model, so the query vector is looked up in a
+JSON-lines file (``--query-vectors``, default ``<vault>/../query_vectors.jsonl``) of
+``{"query": ..., "model": ..., "vec": [...]}`` rows, matched on the stripped query text
+(and the model key, when a row names one). **Approximation** for an unknown query: the
+normalised mean of the vectors of the sources whose note text contains the largest
+number of distinct query words (case-insensitive); if no note contains any of them the
+answer is ``{"results": []}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .vault import Vault
+
+Vector = list[float]
+
+
+@dataclass(frozen=True)
+class SmartItem:
+    key: str
+    source_path: str
+    vec: Vector
+    #: 1-indexed inclusive line range for blocks, None for whole sources.
+    lines: tuple[int, int] | None
+
+    @property
+    def breadcrumbs(self) -> str:
+        if self.lines is None:
+            return self.key
+        path, _, headings = self.key.partition("#")
+        return " > ".join(p for p in path.split("/") + headings.split("#") if p)
+
+
+def _norm(vec: Vector) -> float:
+    return math.sqrt(sum(x * x for x in vec))
+
+
+def cosine(a: Vector, b: Vector) -> float:
+    na, nb = _norm(a), _norm(b)
+    if not na or not nb or len(a) != len(b):
+        return 0.0
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+
+
+class SmartEnv:
+    """Loads and caches ``.smart-env`` and answers searches."""
+
+    def __init__(self, vault: Vault, query_vectors: Path | None) -> None:
+        self.vault = vault
+        self.env_dir = vault.root / ".smart-env"
+        self.query_vectors = query_vectors or vault.root.parent / "query_vectors.jsonl"
+        self._lock = threading.Lock()
+        self._cache: tuple[tuple[tuple[str, int, int], ...], str, list[SmartItem]] | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.env_dir.is_dir()
+
+    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        paths = [self.env_dir / "smart_env.json"]
+        multi = self.env_dir / "multi"
+        if multi.is_dir():
+            paths += sorted(multi.glob("*.ajson"))
+        sig: list[tuple[str, int, int]] = []
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            sig.append((str(p), st.st_mtime_ns, st.st_size))
+        return tuple(sig)
+
+    def _model_key(self) -> str | None:
+        try:
+            settings = json.loads((self.env_dir / "smart_env.json").read_text("utf-8"))
+            embed = settings["smart_sources"]["embed_model"]
+            return str(embed[embed["adapter"]]["model_key"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def load(self) -> tuple[str, list[SmartItem]]:
+        """The model key and every item that has a vector for it."""
+        sig = self._signature()
+        with self._lock:
+            if self._cache is not None and self._cache[0] == sig:
+                return self._cache[1], self._cache[2]
+        raw: dict[str, Any] = {}
+        multi = self.env_dir / "multi"
+        for path in sorted(multi.glob("*.ajson")) if multi.is_dir() else []:
+            for line in path.read_text("utf-8").splitlines():
+                line = line.strip().rstrip(",")
+                if not line:
+                    continue
+                try:
+                    raw.update(json.loads("{" + line + "}"))
+                except ValueError:
+                    continue
+        model = self._model_key() or _first_model(raw)
+        items: list[SmartItem] = []
+        for full_key, data in raw.items():
+            collection, _, key = full_key.partition(":")
+            if not isinstance(data, dict):
+                continue  # null deletes the item
+            vec = ((data.get("embeddings") or {}).get(model) or {}).get("vec")
+            if not isinstance(vec, list) or not vec:
+                continue
+            if collection == "smart_sources":
+                items.append(SmartItem(key, key, [float(x) for x in vec], None))
+            elif collection == "smart_blocks" and isinstance(data.get("lines"), list):
+                start, end = data["lines"][:2]
+                items.append(
+                    SmartItem(
+                        key, key.split("#", 1)[0], [float(x) for x in vec], (int(start), int(end))
+                    )
+                )
+        with self._lock:
+            self._cache = (sig, model, items)
+        return model, items
+
+    def _stored_query_vector(self, query: str, model: str) -> Vector | None:
+        try:
+            lines = self.query_vectors.read_text("utf-8").splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if (
+                isinstance(row, dict)
+                and str(row.get("query", "")).strip() == query
+                and row.get("model", model) == model
+                and isinstance(row.get("vec"), list)
+            ):
+                return [float(x) for x in row["vec"]]
+        return None
+
+    def _approximate_query_vector(self, query: str, items: list[SmartItem]) -> Vector | None:
+        words = {w for w in query.lower().split() if w}
+        best = 0
+        chosen: list[Vector] = []
+        for item in items:
+            if item.lines is not None:
+                continue
+            text = self.vault.read_text(item.source_path).lower()
+            hits = sum(1 for w in words if w in text)
+            if hits > best:
+                best, chosen = hits, [item.vec]
+            elif hits == best and hits:
+                chosen.append(item.vec)
+        if not chosen:
+            return None
+        mean = [sum(col) / len(chosen) for col in zip(*chosen, strict=True)]
+        n = _norm(mean)
+        return [x / n for x in mean] if n else None
+
+    def _text(self, item: SmartItem) -> str:
+        content = self.vault.read_text(item.source_path)
+        if item.lines is None:
+            return content
+        start, end = item.lines
+        return "\n".join(content.split("\n")[start - 1 : end])
+
+    def search(
+        self,
+        query: str,
+        folders: list[str] | None,
+        exclude_folders: list[str] | None,
+        limit: float | None,
+    ) -> list[dict[str, Any]]:
+        model, items = self.load()
+        query = query.strip()
+        qvec = self._stored_query_vector(query, model)
+        if qvec is None:
+            qvec = self._approximate_query_vector(query, items)
+        if qvec is None:
+            return []
+        scored: list[tuple[float, SmartItem]] = []
+        for item in items:
+            if folders and not item.key.startswith(tuple(folders)):
+                continue
+            if exclude_folders and item.key.startswith(tuple(exclude_folders)):
+                continue
+            if self.vault.stat(item.source_path) is None:
+                continue
+            scored.append((cosine(qvec, item.vec), item))
+        scored.sort(key=lambda pair: pair[0], reverse=True)
+        count = 10 if limit is None else int(limit)  # JS slice(0, limit) truncates
+        return [
+            {
+                "path": item.key,
+                "text": self._text(item),
+                "score": score,
+                "breadcrumbs": item.breadcrumbs,
+            }
+            for score, item in scored[:count]
+        ]
+
+
+def _first_model(raw: dict[str, Any]) -> str:
+    for data in raw.values():
+        if isinstance(data, dict) and isinstance(data.get("embeddings"), dict):
+            for key in data["embeddings"]:
+                return str(key)
+    return ""

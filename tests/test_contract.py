@@ -1,0 +1,58 @@
+"""The tool contract: names, parameters and annotations are what prompts depend on.
+
+A renamed tool or argument breaks every prompt that uses it, so changing one must be a
+deliberate edit here.
+"""
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from obsidian_mcp.server import build_server
+from tests.conftest import folder_settings
+
+# name -> (required parameters, optional parameters)
+EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
+    "vault_read_note": ({"path"}, {"heading", "offset", "max_chars", "format"}),
+    "vault_peek_file": ({"path"}, {"format"}),
+    "vault_tree": (set(), {"folder", "depth", "format"}),
+    "vault_search_map": ({"query"}, {"folder", "format"}),
+    "vault_scratch_append": ({"text"}, set()),
+}
+
+# name -> (readOnly, destructive, idempotent, openWorld)
+EXPECTED_ANNOTATIONS: dict[str, tuple[bool, bool, bool, bool]] = {
+    # Reads change nothing and touch only the user's own vault (a closed world).
+    "vault_read_note": (True, False, True, False),
+    "vault_peek_file": (True, False, True, False),
+    "vault_tree": (True, False, True, False),
+    "vault_search_map": (True, False, True, False),
+    # Appends a new entry each time, to its own note only.
+    "vault_scratch_append": (False, False, False, False),
+}
+
+
+@pytest.mark.anyio
+async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
+    settings = folder_settings(tmp_path, tmp_path / "config")
+    async with Client(build_server(settings)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, (required, optional) in EXPECTED_PARAMETERS.items():
+        schema = tools[name].input_schema
+        assert set(schema.get("required", [])) == required, name
+        assert set(schema["properties"]) == required | optional, name
+    for name, expected in EXPECTED_ANNOTATIONS.items():
+        annotations = tools[name].annotations
+        assert annotations is not None, name
+        actual = (
+            annotations.read_only_hint,
+            annotations.destructive_hint,
+            annotations.idempotent_hint,
+            annotations.open_world_hint,
+        )
+        assert actual == expected, name
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 80, tool.name
+        for prop, spec in tool.input_schema["properties"].items():
+            assert spec.get("description"), f"{tool.name}.{prop} has no description"

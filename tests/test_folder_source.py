@@ -1,0 +1,77 @@
+"""The folder source on its own: hidden folders, binaries, bad UTF-8, appends, the tree."""
+
+from pathlib import Path
+
+import pytest
+
+from obsidian_mcp.errors import IsAFolder, NoteNotFound, NotText
+from obsidian_mcp.sources.folder import FolderSource
+
+
+@pytest.fixture
+def vault_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "app.json").write_text("{}")
+    (root / ".trash").mkdir()
+    (root / ".trash" / "old.md").write_text("deleted words")
+    (root / "Empty" / "Deeper").mkdir(parents=True)
+    (root / "Only folders" / "Inner").mkdir(parents=True)
+    (root / "Only folders" / "Inner" / "leaf.md").write_text("leaf words")
+    (root / "note.md").write_text("alpha beta\nAlpha again")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (root / "latin1.md").write_bytes("caf\xe9 ok".encode("latin-1"))
+    return root
+
+
+@pytest.mark.anyio
+async def test_tree_skips_hidden_folders_and_shows_empty_ones(vault_dir: Path) -> None:
+    tree = await FolderSource(vault_dir).list_tree()
+    assert tree == [
+        "Empty/",
+        "Empty/Deeper/",
+        "Only folders/",
+        "Only folders/Inner/",
+        "Only folders/Inner/leaf.md",
+        "image.png",
+        "latin1.md",
+        "note.md",
+    ]
+
+
+@pytest.mark.anyio
+async def test_binary_is_never_decoded_and_bad_utf8_is_tolerated(vault_dir: Path) -> None:
+    source = FolderSource(vault_dir)
+    with pytest.raises(NotText):
+        await source.read_note("image.png")
+    assert (await source.read_note("latin1.md")).content == "caf\ufffd ok"
+
+
+@pytest.mark.anyio
+async def test_missing_note_and_folder_are_told_apart(vault_dir: Path) -> None:
+    source = FolderSource(vault_dir)
+    with pytest.raises(NoteNotFound):
+        await source.read_note("nope.md")
+    with pytest.raises(IsAFolder):
+        await source.read_note("Empty")
+
+
+@pytest.mark.anyio
+async def test_append_follows_the_plugins_newline_rule(vault_dir: Path) -> None:
+    source = FolderSource(vault_dir)
+    await source.append("note.md", "third line")
+    await source.append("new/made.md", "first")
+    await source.append("new/made.md", "second\n")
+    await source.append("new/made.md", "third")
+    assert (vault_dir / "note.md").read_text() == "alpha beta\nAlpha again\nthird line"
+    assert (vault_dir / "new" / "made.md").read_text() == "first\nsecond\nthird"
+
+
+@pytest.mark.anyio
+async def test_search_needs_every_word_and_skips_hidden_notes(vault_dir: Path) -> None:
+    source = FolderSource(vault_dir)
+    hits = await source.search_text("ALPHA beta", 100)
+    assert [hit.path for hit in hits] == ["note.md"]
+    assert [(m.start, m.end) for m in hits[0].matches] == [(0, 5), (6, 10), (11, 16)]
+    assert await source.search_text("deleted", 100) == []
+    assert await source.search_text("alpha leaf", 100) == []

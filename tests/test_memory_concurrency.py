@@ -1,0 +1,66 @@
+"""Two server processes on one vault folder, remembering at once: nothing lost, nothing
+interleaved."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import REPO_ROOT
+
+PROCESSES, TASKS, PER_TASK = 2, 8, 500
+MEMORY = "obsidian-mcp/memory.jsonl"
+
+
+def server_process(vault: Path, config_dir: Path) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "obsidian_mcp", "serve", "--vault", str(vault)],
+        cwd=str(REPO_ROOT),
+        env=env,
+    )
+
+
+async def remember_from_one_process(vault: Path, config_dir: Path, process: int) -> None:
+    async with Client(server_process(vault, config_dir)) as client:
+
+        async def task(number: int) -> None:
+            for n in range(PER_TASK):
+                result = await client.call_tool(
+                    "vault_remember",
+                    {"content": f"process {process} task {number} fact {n}",
+                     "tags": [f"p{process}", f"t{number}"], "context": ""},
+                )
+                assert not result.is_error, result.content
+
+        async with anyio.create_task_group() as group:
+            for number in range(TASKS):
+                group.start_soon(task, number)
+
+
+@pytest.mark.anyio
+async def test_two_processes_eight_tasks_each_lose_nothing(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    async with anyio.create_task_group() as group:
+        for process in range(PROCESSES):
+            group.start_soon(remember_from_one_process, vault, tmp_path / "cfg", process)
+
+    raw = (vault / MEMORY).read_bytes()
+    assert raw.endswith(b"\n")
+    entries = [json.loads(line) for line in raw.split(b"\n")[:-1]]  # every line valid JSON
+    expected = {
+        f"process {p} task {t} fact {n}"
+        for p in range(PROCESSES)
+        for t in range(TASKS)
+        for n in range(PER_TASK)
+    }
+    assert len(entries) == PROCESSES * TASKS * PER_TASK == 8000
+    assert {entry["content"] for entry in entries} == expected
+    assert len({entry["id"] for entry in entries}) == 8000

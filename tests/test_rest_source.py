@@ -1,0 +1,97 @@
+"""The REST client against the stand-in over real sockets: versions, TLS, auth, paths."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from obsidian_mcp.errors import (
+    AuthRejected,
+    CertificateUntrusted,
+    IsAFolder,
+    NoteNotFound,
+    PathRefused,
+)
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.rest import RestSource, build_http_client
+from obsidian_mcp.vault import Vault
+from tests.conftest import rest_settings
+from tests.standin.process import StandinProcess
+from tests.test_paths import TRAVERSALS
+
+
+@pytest.mark.anyio
+async def test_reads_match_the_disk(standin: StandinProcess, shared_vault: Path, tmp_path: Path) -> None:
+    settings = rest_settings(standin, tmp_path)
+    disk = FolderSource(shared_vault)
+    async with build_http_client(settings) as http:
+        rest = RestSource(http, settings)
+        info = await rest.server_info()
+        assert info.version_text == standin.plugin_version
+        assert info.authenticated
+        rest_stats = await rest.note_stats()
+        disk_stats = await disk.note_stats()
+        assert rest_stats.keys() == disk_stats.keys()
+        for path in ("Characters/Æsa Þórdóttir.md", "Characters/Old Tomas (the ferryman).md"):
+            assert (await rest.read_note(path)).content == (await disk.read_note(path)).content
+        # The fixture vault has no empty folders (git keeps none), so both see the same tree.
+        assert await rest.list_tree() == await disk.list_tree()
+
+
+@pytest.mark.anyio
+async def test_missing_notes_and_folders(standin: StandinProcess, tmp_path: Path) -> None:
+    settings = rest_settings(standin, tmp_path)
+    async with build_http_client(settings) as http:
+        vault = Vault(RestSource(http, settings), None)
+        with pytest.raises(NoteNotFound) as missing:
+            await vault.read_note("Characters/Kettel.md")
+        assert "Characters/Kettle.md" in str(missing.value)
+        with pytest.raises(IsAFolder):
+            await vault.read_note("Characters")
+        with pytest.raises(IsAFolder):
+            await vault.read_note("Characters/Companion")
+
+
+@pytest.mark.anyio
+async def test_wrong_key_is_named_without_leaking_it(standin: StandinProcess, tmp_path: Path) -> None:
+    settings = rest_settings(standin, tmp_path, api_key="wrong-key-123")
+    async with build_http_client(settings) as http:
+        with pytest.raises(AuthRejected) as rejected:
+            await RestSource(http, settings).note_stats()
+    assert "OBSIDIAN_API_KEY" in str(rejected.value)
+    assert "wrong-key-123" not in str(rejected.value)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("overrides", [{"cert": None}, {"host": "localhost"}])
+async def test_untrusted_certificate_says_run_trust(
+    standin: StandinProcess, tmp_path: Path, overrides: dict[str, object]
+) -> None:
+    settings = rest_settings(standin, tmp_path, **overrides)
+    async with build_http_client(settings) as http:
+        with pytest.raises(CertificateUntrusted, match="obsidian-mcp trust"):
+            await RestSource(http, settings).server_info()
+
+
+@pytest.mark.anyio
+async def test_verification_off_is_explicit_and_logged(
+    standin: StandinProcess, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = rest_settings(standin, tmp_path, cert=None, verify_tls=False)
+    with caplog.at_level(logging.WARNING):
+        async with build_http_client(settings) as http:
+            assert (await RestSource(http, settings).server_info()).authenticated
+    assert "verification" in caplog.text and "OFF" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_traversal_never_reaches_the_plugin(standin: StandinProcess, tmp_path: Path) -> None:
+    settings = rest_settings(standin, tmp_path)
+    async with build_http_client(settings) as http:
+        vault = Vault(RestSource(http, settings), None)
+        before = standin.stats()["total"]
+        for raw in TRAVERSALS:
+            for operation in (vault.read_note(raw), vault.write(raw, "x"), vault.append(raw, "x")):
+                with pytest.raises(PathRefused):
+                    await operation
+        assert standin.stats()["total"] == before
