@@ -14,11 +14,11 @@ sentences built from a seeded vocabulary, wikilinks to other notes and inline ta
 About one note in a hundred (at least five, at most fifty) carries a planted passage: a
 sentence naming an invented person found nowhere else, whose ending is the known answer.
 
-The vectors are not a language model's: they are signed feature-hashed bags of words
-(384 floats, L2-normalised, 4 decimals) under the model key ``bench/hashed-bow-384``, one
-per note and none per block, so a 10,000-note vault needs no model and no GPU. They give
-the semantic sources real vectors of the real size to load and rank, which is what a
-timing run needs; they say nothing about semantic quality.
+The vectors are not a language model's: they are signed feature-hashed, tf-idf weighted
+bags of words (384 floats, L2-normalised, 4 decimals) under the model key
+``bench/hashed-bow-384``, one per note and none per block, so a 10,000-note vault needs no
+model. They give the semantic sources real vectors of the real size to load and rank,
+which is what a timing run needs; they say little about semantic quality.
 """
 
 from __future__ import annotations
@@ -29,228 +29,44 @@ import json
 import math
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_KEY = "bench/hashed-bow-384"
 DIMENSIONS = 384
-FOLDERS = (
-    "Characters",
-    "Places",
-    "Sessions",
-    "Lore",
-    "Items",
-    "Journal",
-    "Projects",
-    "Research",
-    "Archive",
-    "Inbox",
-)
+# fmt: off
+FOLDERS = ("Characters", "Places", "Sessions", "Lore", "Items", "Journal", "Projects", "Research",
+           "Archive", "Inbox",)
 PER_SUBFOLDER = 250
-ADJECTIVES = [
-    "amber",
-    "ashen",
-    "bitter",
-    "brackish",
-    "brass",
-    "broken",
-    "copper",
-    "crooked",
-    "drowned",
-    "dusty",
-    "faded",
-    "gilded",
-    "grey",
-    "hollow",
-    "iron",
-    "lantern-lit",
-    "lean",
-    "misty",
-    "narrow",
-    "quiet",
-    "rusted",
-    "salt-stained",
-    "silver",
-    "sleepy",
-    "slow",
-    "smoky",
-    "sunken",
-    "tallow",
-    "tarred",
-    "tidal",
-    "waxen",
-    "weathered",
-    "whispering",
-    "wind-bent",
-    "wooden",
-]
-NOUNS = [
-    "anchor",
-    "archive",
-    "bell",
-    "bridge",
-    "candle",
-    "cellar",
-    "chapel",
-    "chart",
-    "compass",
-    "crossing",
-    "dock",
-    "ferry",
-    "harbour",
-    "hearth",
-    "ledger",
-    "lighthouse",
-    "loft",
-    "market",
-    "mill",
-    "net",
-    "orchard",
-    "quay",
-    "reef",
-    "rope",
-    "shrine",
-    "stair",
-    "tavern",
-    "tide",
-    "tower",
-    "warehouse",
-    "well",
-    "wharf",
-    "wick",
-]
-VERBS = [
-    "mended",
-    "carried",
-    "watched",
-    "counted",
-    "traded",
-    "hid",
-    "followed",
-    "questioned",
-    "repaired",
-    "sold",
-    "painted",
-    "measured",
-    "lost",
-    "found",
-    "guarded",
-    "sketched",
-    "borrowed",
-    "returned",
-    "burned",
-    "opened",
-]
-PEOPLE = [
-    "Alder",
-    "Bram",
-    "Cass",
-    "Dunmore",
-    "Edda",
-    "Fenn",
-    "Garrow",
-    "Hesk",
-    "Ilse",
-    "Jory",
-    "Kell",
-    "Lune",
-    "Marra",
-    "Nesk",
-    "Orrin",
-    "Pell",
-    "Quill",
-    "Rhea",
-    "Sable",
-    "Tamsin",
-    "Ulm",
-    "Vesper",
-    "Wren",
-    "Yarrow",
-]
-PLACES = [
-    "Vellmouth",
-    "Greyhook",
-    "Saltwick",
-    "Caddow",
-    "Marrowdown",
-    "Wendwater",
-    "Tallowgate",
-    "Fenhollow",
-    "Brinecliff",
-    "Ashmere",
-    "Gullrock",
-    "Lowfield",
-]
-TAGS = [
-    "lore",
-    "session",
-    "character",
-    "place",
-    "item",
-    "faction",
-    "travel",
-    "weather",
-    "trade",
-    "craft",
-    "history",
-    "rumour",
-    "debt",
-    "festival",
-]
-SECTIONS = (
-    "Overview",
-    "Details",
-    "History",
-    "Notes",
-    "Rumours",
-    "Connections",
-    "Timeline",
-    "Open questions",
-    "Appearance",
-    "Trade",
-    "Dangers",
-)
-THINGS = [
-    "key",
-    "ledger",
-    "lantern",
-    "map",
-    "ring",
-    "flute",
-    "knife",
-    "compass",
-    "coin",
-    "seal",
-    "letter",
-    "bell",
-]
-ORDINALS = ["second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"]
-ANIMALS = ["heron", "gull", "otter", "crab", "eel", "owl", "fox", "hare", "seal", "cormorant"]
-SYLLABLES = [
-    "var",
-    "thal",
-    "ish",
-    "mon",
-    "dre",
-    "ka",
-    "lus",
-    "bel",
-    "qui",
-    "ros",
-    "zen",
-    "tor",
-    "wyn",
-    "fal",
-    "gri",
-    "oth",
-    "pem",
-    "sul",
-    "dor",
-    "aki",
-    "nev",
-    "jor",
-    "lin",
-]
+ADJECTIVES = ("amber", "ashen", "bitter", "brackish", "brass", "broken", "copper", "crooked",
+              "drowned", "dusty", "faded", "gilded", "grey", "hollow", "iron", "lantern-lit",
+              "lean", "misty", "narrow", "quiet", "rusted", "salt-stained", "silver", "sleepy",
+              "slow", "smoky", "sunken", "tallow", "tarred", "tidal", "waxen", "weathered",
+              "whispering", "wind-bent", "wooden",)
+NOUNS = ("anchor", "archive", "bell", "bridge", "candle", "cellar", "chapel", "chart", "compass",
+         "crossing", "dock", "ferry", "harbour", "hearth", "ledger", "lighthouse", "loft",
+         "market", "mill", "net", "orchard", "quay", "reef", "rope", "shrine", "stair", "tavern",
+         "tide", "tower", "warehouse", "well", "wharf", "wick",)
+VERBS = ("mended", "carried", "watched", "counted", "traded", "hid", "followed", "questioned",
+         "repaired", "sold", "painted", "measured", "lost", "found", "guarded", "sketched",
+         "borrowed", "returned", "burned", "opened",)
+PEOPLE = ("Alder", "Bram", "Cass", "Dunmore", "Edda", "Fenn", "Garrow", "Hesk", "Ilse", "Jory",
+          "Kell", "Lune", "Marra", "Nesk", "Orrin", "Pell", "Quill", "Rhea", "Sable", "Tamsin",
+          "Ulm", "Vesper", "Wren", "Yarrow",)
+PLACES = ("Vellmouth", "Greyhook", "Saltwick", "Caddow", "Marrowdown", "Wendwater", "Tallowgate",
+          "Fenhollow", "Brinecliff", "Ashmere", "Gullrock", "Lowfield",)
+TAGS = ("lore", "session", "character", "place", "item", "faction", "travel", "weather", "trade",
+        "craft", "history", "rumour", "debt", "festival",)
+SECTIONS = ("Overview", "Details", "History", "Notes", "Rumours", "Connections", "Timeline",
+            "Open questions", "Appearance", "Trade", "Dangers",)
+THINGS = ("key", "ledger", "lantern", "map", "ring", "flute", "knife", "compass", "coin", "seal",
+          "letter", "bell",)
+ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",)
+ANIMALS = ("heron", "gull", "otter", "crab", "eel", "owl", "fox", "hare", "seal", "cormorant",)
+SYLLABLES = ("var", "thal", "ish", "mon", "dre", "ka", "lus", "bel", "qui", "ros", "zen", "tor",
+             "wyn", "fal", "gri", "oth", "pem", "sul", "dor", "aki", "nev", "jor", "lin",)
+# fmt: on
 
 TEMPLATES = (
     "{person} {verb} the {adj} {noun} near {place} before the tide turned.",
@@ -353,15 +169,28 @@ def _note(
     return "\n".join(lines)
 
 
-def hashed_vector(text: str) -> list[float]:
-    """A signed feature-hashed bag of lowercase words, L2-normalised, 4 decimals."""
-    vec = [0.0] * DIMENSIONS
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
-        slot = int.from_bytes(digest[:2], "little") % DIMENSIONS
-        vec[slot] += 1.0 if digest[2] & 1 else -1.0
-    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-    return [round(x / norm, 4) for x in vec]
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+class HashedEmbedder:
+    """Signed feature hashing of a text's words, each weighted by (1 + log tf) * idf over
+    the generated notes, L2-normalised and rounded to 4 decimals."""
+
+    def __init__(self, corpus: list[str]) -> None:
+        self.count = len(corpus)
+        self.doc_freq = Counter(word for text in corpus for word in set(_words(text)))
+
+    def vector(self, text: str) -> list[float]:
+        vec = [0.0] * DIMENSIONS
+        for word, tf in sorted(Counter(_words(text)).items()):
+            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+            slot = int.from_bytes(digest[:2], "little") % DIMENSIONS
+            idf = math.log((1 + self.count) / (1 + self.doc_freq.get(word, 0)))
+            weight = (1 + math.log(tf)) * idf
+            vec[slot] += weight if digest[2] & 1 else -weight
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        return [round(x / norm, 4) for x in vec]
 
 
 def _write_vectors(vault: Path, notes: dict[str, str], out: Path, planted: list[Planted]) -> None:
@@ -374,10 +203,11 @@ def _write_vectors(vault: Path, notes: dict[str, str], out: Path, planted: list[
         "smart_blocks": {"embed_blocks": False},
     }
     (env / "smart_env.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
+    embedder = HashedEmbedder(list(notes.values()))
     for path, content in notes.items():
         data = {
             "path": path,
-            "embeddings": {MODEL_KEY: {"vec": hashed_vector(content)}},
+            "embeddings": {MODEL_KEY: {"vec": embedder.vector(content)}},
             "last_read": {
                 "hash": hashlib.sha256(content.strip().encode()).hexdigest(),
                 "mtime": 1_767_225_600_000,
@@ -392,7 +222,7 @@ def _write_vectors(vault: Path, notes: dict[str, str], out: Path, planted: list[
         )
         (env / "multi" / name).write_text(line, "utf-8")
     rows = [
-        json.dumps({"query": p.question, "model": MODEL_KEY, "vec": hashed_vector(p.question)})
+        json.dumps({"query": p.question, "model": MODEL_KEY, "vec": embedder.vector(p.question)})
         for p in planted
     ]
     (out / "query_vectors.jsonl").write_text("\n".join(rows) + "\n", "utf-8")

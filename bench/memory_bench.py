@@ -8,6 +8,7 @@ client); then the same through the stand-in Local REST API. Prints one table.
 """
 
 import argparse
+import logging
 import random
 import shutil
 import statistics
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
+from pydantic import SecretStr
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
@@ -28,14 +30,20 @@ from obsidian_mcp.server.app import app_lifespan
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"
-_WORDS = [
+_NAMES = [
     "gale", "mira", "ship", "storm", "reef", "harbour", "dragon", "tea", "journal", "captain",
     "map", "lantern", "forest", "river", "council", "treaty", "ledger", "spell", "rune", "tower",
     "bridge", "winter", "harvest", "festival", "debt", "oath", "sword", "letter", "secret",
     "promise", "rival", "mentor", "voyage", "island", "cave", "compass", "star", "tide", "market",
     "guild",
 ]
-_TAGS = [f"{a}-{b}" for a in _WORDS[:20] for b in ("npc", "place", "plot", "lore", "item")]
+_SYLLABLES = ["ka", "ri", "to", "mel", "an", "sor", "vel", "dra", "qui", "bo", "len", "tha"]
+# A vocabulary with a natural (Zipf) spread: a few words everywhere, most words rare.
+_WORDS = _NAMES + sorted({a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in "aeiou"})
+_WEIGHTS = [1 / rank for rank in range(1, len(_WORDS) + 1)]
+_TAGS = [f"{a}-{b}" for a in _NAMES[:20] for b in ("npc", "place", "plot", "lore", "item")]
+# Queries use words of middling frequency, as a name or topic would be.
+_QUERY_WORDS = _WORDS[20:400]
 
 Row = tuple[str, str, float, float]  # (source, operation, median ms, p95 ms)
 
@@ -49,9 +57,10 @@ def build_file(target: Path, entries: int) -> None:
     with target.open("w", encoding="utf-8") as out:
         for n in range(entries):
             ts = start + step * n
-            content = " ".join(rng.choices(_WORDS, k=rng.randint(8, 30))).capitalize() + "."
+            words = rng.choices(_WORDS, weights=_WEIGHTS, k=rng.randint(8, 30))
+            content = " ".join(words).capitalize() + "."
             tags = tuple(sorted(set(rng.choices(_TAGS, k=rng.randint(1, 3)))))
-            why = " ".join(rng.choices(_WORDS, k=6))
+            why = " ".join(rng.choices(_WORDS, weights=_WEIGHTS, k=6))
             out.write(encode(Memory(ids.make(ts), ts, f"{content} ({n})", tags, why)))
 
 
@@ -76,7 +85,7 @@ async def measure_store(store: MemoryStore, label: str, runs: int) -> list[Row]:
     rows: list[Row] = [(label, "cold load (first recall)", (time.perf_counter() - began) * 1000,
                         float("nan"))]
     tags = await timed(runs, lambda n: store.recall(tags=[rng.choice(_TAGS)]))
-    query = await timed(runs, lambda n: store.recall(query=" ".join(rng.sample(_WORDS, 2))))
+    query = await timed(runs, lambda n: store.recall(query=" ".join(rng.sample(_QUERY_WORDS, 2))))
     remember = await timed(
         runs, lambda n: store.remember(f"bench {label} {n} {time.time()}", ["bench"], "")
     )
@@ -95,12 +104,12 @@ async def measure_tools(settings: Settings, label: str, runs: int) -> list[Row]:
         tags = await timed(runs, lambda n: client.call_tool(
             "vault_recall", {"tags": [rng.choice(_TAGS)]}))
         query = await timed(runs, lambda n: client.call_tool(
-            "vault_recall", {"query": " ".join(rng.sample(_WORDS, 2))}))
+            "vault_recall", {"query": " ".join(rng.sample(_QUERY_WORDS, 2))}))
         remember = await timed(runs, lambda n: client.call_tool(
             "vault_remember",
             {"content": f"tool {label} {n} {time.time()}", "tags": ["bench"], "context": ""}))
-    return rows + [(label, "recall by tag", *tags), (label, "recall by query", *query),
-                   (label, "remember", *remember)]
+    return [*rows, (label, "recall by tag", *tags), (label, "recall by query", *query),
+            (label, "remember", *remember)]
 
 
 async def run(entries: int, runs: int) -> list[Row]:
@@ -122,7 +131,7 @@ async def run(entries: int, runs: int) -> list[Row]:
         (rest_vault / MEMORY).parent.mkdir(parents=True)
         shutil.copy(vault / MEMORY, rest_vault / MEMORY)
         async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
-            rest = Settings(api_key=standin.api_key, host="127.0.0.1", port=standin.port,
+            rest = Settings(api_key=SecretStr(standin.api_key), host="127.0.0.1", port=standin.port,
                             cert=Path(standin.cert), config_dir=root / "cfg",
                             request_timeout=60, retry_budget=120)
             async with app_lifespan(rest) as state:
@@ -139,11 +148,13 @@ async def run(entries: int, runs: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    logging.basicConfig(level=logging.WARNING)
+    parser = argparse.ArgumentParser(description="Memory store benchmark.")
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
     rows = anyio.run(run, args.entries, args.runs)
+    logging.getLogger().setLevel(logging.WARNING)
     print(f"\n{'source':<20} {'operation':<32} {'median ms':>10} {'p95 ms':>10}")
     for source, operation, median, p95 in rows:
         p95_text = "" if p95 != p95 else f"{p95:10.2f}"  # NaN: a single measurement

@@ -57,7 +57,7 @@ async def measure(process: StandinProcess, config_dir: Path, rounds: int) -> tup
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="vault_read_note over MCP vs a raw GET")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--plugin-version", default="5.1.0")
     args = parser.parse_args()

@@ -17,9 +17,10 @@ the same vault (a temporary copy of ``fixtures/vault``):
    response should say ``lexical-fallback``.
 3. ``folder+vectors``: the same call on the folder source with ``.smart-env`` (stored
    vectors, query expanded through the best keyword hits' vectors).
-4. ``drill-down``: ``vault_search_map(keywords)``, again in its top folder (skipped when
-   the top row is a file), ``vault_peek_file`` and ``vault_read_note`` of the top file;
-   tokens of all responses, hit when the gold is in any of them.
+4. ``drill-down``: ``vault_search_map(keywords)`` (in the question's folder, if any),
+   again in its top row while that is a folder (at most four map calls), then
+   ``vault_peek_file`` and ``vault_read_note`` (default budget) of the top file; tokens of
+   all responses, hit when the gold is in any of them.
 5. ``simple+note``: raw ``POST /search/simple/?query=<keywords>&contextLength=100`` plus a
    raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
    on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
@@ -70,6 +71,7 @@ STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+not
 BASELINES = ("drill-down", "simple+note")
 DEFAULT_SIZES = (1000, 5000, 10000)
 WARM_CALLS = 30
+MAX_MAP_CALLS = 4  # a drill-down descends through at most this many folder levels
 
 
 @dataclass
@@ -82,6 +84,8 @@ class Outcome:
     seconds: float
     labelled_fallback: bool = False
     error: str = ""
+    # What the agent read (all responses, in call order), kept in the JSON for inspection.
+    response: str = ""
 
 
 Runner = Callable[[Question], Awaitable[Outcome]]
@@ -106,6 +110,7 @@ def semantic_runner(session: Session) -> Runner:
             result.seconds,
             "lexical-fallback" in result.text,
             result.text[:200] if result.is_error else "",
+            result.text,
         )
 
     return run
@@ -131,12 +136,11 @@ def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
         folder = question.folder or ""
         text, rows = await _map_rows(session, keywords, folder)
         texts.append(text)
-        if rows and rows[0].get("is_folder"):
+        while rows and rows[0].get("is_folder") and len(texts) < MAX_MAP_CALLS:
             text, rows = await _map_rows(session, keywords, rows[0]["path"])
             texts.append(text)
-        files = [r for r in rows if not r.get("is_folder")]
-        if files:
-            top = max(files, key=lambda r: r.get("matches", 0))["path"]
+        if rows and not rows[0].get("is_folder"):
+            top = rows[0]["path"]
             texts += [
                 (await session.call(tool, {"path": top})).text
                 for tool in ("vault_peek_file", "vault_read_note")
@@ -149,6 +153,7 @@ def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
             sum(count_tokens(t) for t in texts),
             len(texts),
             time.perf_counter() - started,
+            response=joined,
         )
 
     return run
@@ -186,6 +191,7 @@ def simple_search_runner(http: httpx.AsyncClient, picker: KeywordPicker) -> Runn
             sum(count_tokens(t) for t in texts),
             len(texts),
             time.perf_counter() - started,
+            response="\n".join(texts),
         )
 
     return run

@@ -85,7 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser("call", help="run one tool and print what the model sees")
     call.add_argument("--vault", type=Path, help=vault_help)
     call.add_argument("tool", help="tool name, e.g. vault_semantic_query")
-    call.add_argument("arguments", nargs="*", help="key=value (values parsed as JSON if they can be)")
+    call.add_argument(
+        "arguments", nargs="*", help="key=value (values parsed as JSON if they can be)"
+    )
     doctor = commands.add_parser("doctor", help="check the configuration, one line per check")
     doctor.add_argument("--vault", type=Path, help=vault_help)
     trust = commands.add_parser("trust", help="download and store the plugin's certificate")

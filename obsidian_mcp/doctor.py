@@ -46,7 +46,9 @@ async def download_certificate(settings: Settings) -> tuple[str, Path]:
     return pem, target
 
 
-def _rest_checks(info: ServerInfo | None, error: VaultError | None, settings: Settings) -> list[Check]:
+def _rest_checks(
+    info: ServerInfo | None, error: VaultError | None, settings: Settings
+) -> list[Check]:
     url = settings.base_url
     if error is not None:
         if isinstance(error, CertificateUntrusted):
@@ -171,4 +173,3 @@ async def run_checks(settings: Settings) -> list[Check]:
             )
         )
     return checks
-

@@ -60,5 +60,5 @@ def is_markdown(path: str) -> bool:
 
 
 def is_hidden(path: str) -> bool:
-    """Dot-folders and dot-files (.obsidian, .smart-env, .trash) are not part of the vault's notes."""
+    """Dot-folders and dot-files (.obsidian, .smart-env, .trash) are not the vault's notes."""
     return any(part.startswith(".") for part in path.split("/"))

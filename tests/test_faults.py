@@ -92,4 +92,3 @@ async def test_obsidian_closed_names_the_url_and_the_fix(tmp_path: Path) -> None
     assert "https://127.0.0.1:9" in text
     assert "Is Obsidian open" in text
     assert "secret-key" not in text
-

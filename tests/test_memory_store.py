@@ -33,9 +33,13 @@ class Clock:
         self.at += timedelta(**delta)
 
 
-def make_store(vault: Path, clock: Callable[[], datetime] | None = None, **kwargs: int) -> MemoryStore:
-    source = FolderSource(vault)
-    return MemoryStore(Vault(None, source), MEMORY, clock=clock or Clock(), **kwargs)
+def make_store(
+    vault: Path, clock: Callable[[], datetime] | None = None, *, compact_min_dead: int = 200
+) -> MemoryStore:
+    return MemoryStore(
+        Vault(None, FolderSource(vault)), MEMORY, clock=clock or Clock(),
+        compact_min_dead=compact_min_dead,
+    )
 
 
 def lines(vault: Path) -> list[str]:
@@ -144,7 +148,8 @@ async def test_remember_recall_forget(vault: Path) -> None:
 async def test_recall_filters_rank_and_summarise(vault: Path) -> None:
     clock = Clock()
     store = make_store(vault, clock)
-    await store.remember("The storm sank the Wren near the reef.", ["gale", "ship"], "", type="event")
+    await store.remember("The storm sank the Wren near the reef.", ["gale", "ship"], "",
+                         type="event")
     clock.advance(days=20)
     await store.remember("Gale hates storms since the Wren.", ["gale"], "mood", type="fact")
     clock.advance(days=5)

@@ -287,5 +287,5 @@ async def test_a_post_that_landed_before_its_answer_was_lost_is_not_sent_again(
         for n in range(30):
             await ok(client, "vault_remember", content=f"fact {n}", tags=["lost"], context="")
     assert transport.lost == 10
-    contents = [entry["content"] for entry in rest_setup.entries()]
+    contents = [str(entry["content"]) for entry in rest_setup.entries()]
     assert sorted(contents) == sorted(f"fact {n}" for n in range(30))

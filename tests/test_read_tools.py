@@ -87,9 +87,7 @@ async def test_stdio_subprocess_answers_like_the_in_process_server(
 @pytest.mark.anyio
 async def test_error_messages_say_what_to_do(shared_vault: Path, tmp_path: Path) -> None:
     async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:
-        missing = await client.call_tool(
-            "vault_read_note", {"path": "Characters/Mira Vesant.md"}
-        )
+        missing = await client.call_tool("vault_read_note", {"path": "Characters/Mira Vesant.md"})
         folder = await client.call_tool("vault_read_note", {"path": "Characters"})
         heading = await client.call_tool(
             "vault_read_note", {"path": "Dev/Handover.md", "heading": "No such heading"}

@@ -21,7 +21,9 @@ from tests.test_paths import TRAVERSALS
 
 
 @pytest.mark.anyio
-async def test_reads_match_the_disk(standin: StandinProcess, shared_vault: Path, tmp_path: Path) -> None:
+async def test_reads_match_the_disk(
+    standin: StandinProcess, shared_vault: Path, tmp_path: Path
+) -> None:
     settings = rest_settings(standin, tmp_path)
     disk = FolderSource(shared_vault)
     async with build_http_client(settings) as http:
@@ -53,7 +55,9 @@ async def test_missing_notes_and_folders(standin: StandinProcess, tmp_path: Path
 
 
 @pytest.mark.anyio
-async def test_wrong_key_is_named_without_leaking_it(standin: StandinProcess, tmp_path: Path) -> None:
+async def test_wrong_key_is_named_without_leaking_it(
+    standin: StandinProcess, tmp_path: Path
+) -> None:
     settings = rest_settings(standin, tmp_path, api_key="wrong-key-123")
     async with build_http_client(settings) as http:
         with pytest.raises(AuthRejected) as rejected:

@@ -109,12 +109,12 @@ def vaults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"main": main, "writable": writable, "empty": empty}
 
 
-Standin = Callable[..., StandinProcess]
+Launch = Callable[..., StandinProcess]
 
 
 @pytest.fixture(scope="module")
-def standin(vaults: dict[str, Path]) -> Iterator[Standin]:
-    """``standin(vault_name, version, **options)``: a started, shared stand-in."""
+def launch(vaults: dict[str, Path]) -> Iterator[Launch]:
+    """``launch(vault_name, version, **options)``: a started, shared stand-in."""
     running: dict[tuple[Any, ...], StandinProcess] = {}
 
     def get(name: str = "main", version: str = "5.1.0", **options: Any) -> StandinProcess:
@@ -151,8 +151,8 @@ def _error(response: httpx.Response, status: int, code: int) -> str:
 # --- process, TLS, auth, root -----------------------------------------------------------
 
 
-def test_ready_line_certificate_and_hostname(standin: Standin) -> None:
-    lra = standin()
+def test_ready_line_certificate_and_hostname(launch: Launch) -> None:
+    lra = launch()
     assert lra.url == f"https://127.0.0.1:{lra.port}"
     assert len(lra.api_key) == 64 and int(lra.api_key, 16) >= 0
     assert lra.plugin_version == "5.1.0"
@@ -175,8 +175,8 @@ def test_ready_line_certificate_and_hostname(standin: Standin) -> None:
             http.get(f"https://localhost:{lra.port}/")
 
 
-def test_root_and_auth_per_version(standin: Standin) -> None:
-    v5, v4, v3 = standin(), standin(version="4.0.0"), standin(version="3.2.0", smart="off")
+def test_root_and_auth_per_version(launch: Launch) -> None:
+    v5, v4, v3 = launch(), launch(version="4.0.0"), launch(version="3.2.0", smart="off")
     with v5.client(authenticated=False, timeout=5) as anon:
         root = anon.get("/").json()
         assert root["authenticated"] is False
@@ -207,8 +207,8 @@ def test_root_and_auth_per_version(standin: Standin) -> None:
 # --- listing and paths --------------------------------------------------------------------
 
 
-def test_listing_rules_3x_vs_5x(standin: Standin) -> None:
-    v5, v3 = standin(), standin(version="3.2.0", smart="off")
+def test_listing_rules_3x_vs_5x(launch: Launch) -> None:
+    v5, v3 = launch(), launch(version="3.2.0", smart="off")
     root = ["Bad yaml.md", "Folder/", "Note.md", "alpha.md"]  # code-unit order, no dot/empty
     for lra in (v5, v3):
         assert _get(lra, "/vault/").json() == {"files": root}
@@ -225,13 +225,13 @@ def test_listing_rules_3x_vs_5x(standin: Standin) -> None:
     assert _get(v3, "/vault/Folder%2FDeep.md").text == DEEP_MD
 
 
-def test_empty_vault_listing(standin: Standin) -> None:
-    _error(_get(standin("empty", "3.2.0"), "/vault/"), 404, 40400)
-    assert _get(standin("empty", "5.1.0"), "/vault/").json() == {"files": []}
+def test_empty_vault_listing(launch: Launch) -> None:
+    _error(_get(launch("empty", "3.2.0"), "/vault/"), 404, 40400)
+    assert _get(launch("empty", "5.1.0"), "/vault/").json() == {"files": []}
 
 
-def test_path_traversal_refused(standin: Standin) -> None:
-    v5, v3 = standin(), standin(version="3.2.0", smart="off")
+def test_path_traversal_refused(launch: Launch) -> None:
+    v5, v3 = launch(), launch(version="3.2.0", smart="off")
     for path in ("/vault/%2E%2E/secret.md", "/vault/..%2Fsecret.md", "/vault/%2Fetc%2Fpasswd"):
         _error(_get(v5, path), 400, 40021)
         _error(_get(v3, path), 404, 40400)
@@ -241,8 +241,8 @@ def test_path_traversal_refused(standin: Standin) -> None:
 # --- reading notes ------------------------------------------------------------------------
 
 
-def test_raw_reads(standin: Standin) -> None:
-    lra = standin()
+def test_raw_reads(launch: Launch) -> None:
+    lra = launch()
     note = _get(lra, "/vault/Note.md")
     assert note.text == NOTE_MD
     assert note.headers["Content-Type"] == "text/markdown; charset=utf-8"
@@ -257,7 +257,7 @@ def test_raw_reads(standin: Standin) -> None:
     _error(_get(lra, "/vault/Missing.md"), 404, 40400)
 
 
-def test_note_json_fields_per_version(standin: Standin) -> None:
+def test_note_json_fields_per_version(launch: Launch) -> None:
     base = {"tags", "frontmatter", "stat", "path", "content"}
     expected = {
         "3.2.0": base,
@@ -266,9 +266,7 @@ def test_note_json_fields_per_version(standin: Standin) -> None:
     }
     for version, keys in expected.items():
         lra = (
-            standin(version=version)
-            if version != "3.2.0"
-            else standin(version=version, smart="off")
+            launch(version=version) if version != "3.2.0" else launch(version=version, smart="off")
         )
         response = _get(lra, "/vault/Note.md", headers={"Accept": NOTE_JSON})
         assert response.headers["Content-Type"].startswith(NOTE_JSON)
@@ -284,15 +282,15 @@ def test_note_json_fields_per_version(standin: Standin) -> None:
             assert note["backlinks"] == ["Folder/Other.md"]
         if "unresolvedLinks" in keys:
             assert note["unresolvedLinks"] == ["Missing note"]
-    bad = _get(standin(), "/vault/Bad%20yaml.md", headers={"Accept": NOTE_JSON}).json()
+    bad = _get(launch(), "/vault/Bad%20yaml.md", headers={"Accept": NOTE_JSON}).json()
     assert bad["frontmatter"] == {} and bad["tags"] == []
 
 
 # --- writing --------------------------------------------------------------------------------
 
 
-def test_put_post_delete_and_append_rule(standin: Standin, vaults: dict[str, Path]) -> None:
-    lra, root = standin("writable"), vaults["writable"]
+def test_put_post_delete_and_append_rule(launch: Launch, vaults: dict[str, Path]) -> None:
+    lra, root = launch("writable"), vaults["writable"]
     text = {"Content-Type": "text/markdown"}
     with lra.client(timeout=5) as http:
         assert (
@@ -323,15 +321,15 @@ def test_put_post_delete_and_append_rule(standin: Standin, vaults: dict[str, Pat
         assert not (root / ".trash/New").exists()
         _error(http.delete("/vault/created.md"), 404, 40400)
         assert http.get("/vault/").json() == {"files": ["keep.md"]}
-    v3 = standin("writable", "3.2.0")
+    v3 = launch("writable", "3.2.0")
     with v3.client(timeout=5) as http:
         http.put("/vault/gone.md", content="x", headers=text)
         assert http.delete("/vault/gone.md").status_code == 204
         assert not (root / ".trash/gone.md").exists()  # 3.x deletes for good
 
 
-def test_concurrent_appends_do_not_interleave(standin: Standin, vaults: dict[str, Path]) -> None:
-    lra = standin("writable")
+def test_concurrent_appends_do_not_interleave(launch: Launch, vaults: dict[str, Path]) -> None:
+    lra = launch("writable")
     lines = [f"line {t}-{i} " + "x" * 200 for t in range(8) for i in range(6)]
 
     def worker(chunk: list[str]) -> None:
@@ -354,8 +352,8 @@ def test_concurrent_appends_do_not_interleave(standin: Standin, vaults: dict[str
 # --- search ---------------------------------------------------------------------------------
 
 
-def test_simple_search_offsets_and_versions(standin: Standin) -> None:
-    v5, v4, v3 = standin(), standin(version="4.0.0"), standin(version="3.2.0", smart="off")
+def test_simple_search_offsets_and_versions(launch: Launch) -> None:
+    v5, v4, v3 = launch(), launch(version="4.0.0"), launch(version="3.2.0", smart="off")
     results = _post(v5, "/search/simple/", params={"query": "ALPHA", "contextLength": 7}).json()
     assert {r["filename"] for r in results} == {"Note.md", "Folder/Deep.md", "alpha.md"}
     for result in results:
@@ -398,8 +396,8 @@ def test_simple_search_offsets_and_versions(standin: Standin) -> None:
         http.post("/search/simple/")
 
 
-def test_jsonlogic_search(standin: Standin) -> None:
-    v5, v3 = standin(), standin(version="3.2.0", smart="off")
+def test_jsonlogic_search(launch: Launch) -> None:
+    v5, v3 = launch(), launch(version="3.2.0", smart="off")
 
     def search(
         lra: StandinProcess, logic: Any, content_type: str | None = JSONLOGIC
@@ -455,22 +453,22 @@ def test_jsonlogic_search(standin: Standin) -> None:
     assert "Unrecognized operation nope" in message
 
 
-def test_tags(standin: Standin) -> None:
-    tags = _get(standin(), "/tags/").json()["tags"]
+def test_tags(launch: Launch) -> None:
+    tags = _get(launch(), "/tags/").json()["tags"]
     assert {t["name"]: t["count"] for t in tags} == {
         "project": 1,
         "work/tasks": 2,
         "work": 2,
         "inline-tag": 1,
     }
-    _error(_get(standin(version="3.2.0", smart="off"), "/tags/"), 404, 40400)
+    _error(_get(launch(version="3.2.0", smart="off"), "/tags/"), 404, 40400)
 
 
 # --- smart search ---------------------------------------------------------------------------
 
 
-def test_smart_search_body_quirk_and_blocks(standin: Standin) -> None:
-    upstream, fork = standin(), standin(smart="fork")
+def test_smart_search_body_quirk_and_blocks(launch: Launch) -> None:
+    upstream, fork = launch(), launch(smart="fork")
     request = {"query": "sub section"}
     as_text = {"content": json.dumps(request), "headers": {"Content-Type": "text/plain"}}
     rejected = _post(upstream, "/search/smart", json=request)
@@ -528,7 +526,7 @@ def test_smart_search_body_quirk_and_blocks(standin: Standin) -> None:
     invalid = smart({"query": ""})
     assert invalid.status_code == 400 and invalid.json()["error"] == "Invalid request body"
     unavailable = _post(
-        standin("empty"), "/search/smart", content="{}", headers={"Content-Type": "text/plain"}
+        launch("empty"), "/search/smart", content="{}", headers={"Content-Type": "text/plain"}
     )
     assert unavailable.status_code == 503
     assert unavailable.json() == {"error": "Smart Connections plugin is not available"}
@@ -537,8 +535,8 @@ def test_smart_search_body_quirk_and_blocks(standin: Standin) -> None:
 # --- faults ---------------------------------------------------------------------------------
 
 
-def test_faults_from_cli_and_at_runtime(standin: Standin) -> None:
-    lra = standin(fail_every=1)
+def test_faults_from_cli_and_at_runtime(launch: Launch) -> None:
+    lra = launch(fail_every=1)
     with lra.client(timeout=5) as http:
         message = _error(http.get("/vault/"), 500, 50000)
         assert message.startswith("Internal Server Error")

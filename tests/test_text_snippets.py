@@ -1,6 +1,8 @@
 """Snippets, sentence splitting and span merging, with their documented guarantees."""
 
+import itertools
 import re
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -31,7 +33,9 @@ def inside_word(text: str, pos: int) -> bool:
 
 def word_length_at(text: str, pos: int) -> int:
     """Length of the word that `pos` falls inside."""
-    return next(len(word.group()) for word in re.finditer(r"\S+", text) if word.start() < pos < word.end())
+    return next(
+        len(word.group()) for word in re.finditer(r"\S+", text) if word.start() < pos < word.end()
+    )
 
 
 def span_of(text: str, needle: str) -> tuple[int, int]:
@@ -59,12 +63,16 @@ def span_of(text: str, needle: str) -> tuple[int, int]:
         ("J. R. R. Tolkien wrote.", ["J. R. R. Tolkien wrote."]),
         ("Pi is 3.14 roughly. Yes.", ["Pi is 3.14 roughly.", "Yes."]),
         ("See example.com today. Ok.", ["See example.com today.", "Ok."]),
+        ("Visit example.com. Then go.", ["Visit example.com.", "Then go."]),
+        ("Born in the U.S. Army ranks.", ["Born in the U.S. Army ranks."]),
         ("It is *done.* Next.", ["It is *done.*", "Next."]),
         ("no terminator at all", ["no terminator at all"]),
         ("First para\n\nSecond para", ["First para", "Second para"]),
         ("wrapped line\ncontinues here.", ["wrapped line\ncontinues here."]),
-        ("- one\n- two\n* three\n1. four\n2) five", ["- one", "- two", "* three", "1. four",
-                                                     "2) five"]),
+        (
+            "- one\n- two\n* three\n1. four\n2) five",
+            ["- one", "- two", "* three", "1. four", "2) five"],
+        ),
         ("- item\n  continued", ["- item\n  continued"]),
         ("Intro:\n- a", ["Intro:", "- a"]),
         ("# Heading\nBody text", ["# Heading", "Body text"]),
@@ -181,7 +189,7 @@ span_lists = st.lists(
 def test_merge_spans_properties(spans: list[tuple[int, int]], gap: int) -> None:
     merged = merge_spans(spans, gap)
     assert merged == sorted(merged)
-    for (_, end), (next_start, _) in zip(merged, merged[1:], strict=False):
+    for (_, end), (next_start, _) in itertools.pairwise(merged):
         assert end + gap < next_start  # disjoint, and further apart than the gap
     covered = {i for start, end in merged for i in range(start, end)}
     union = {i for start, end in spans for i in range(start, end)}
@@ -261,7 +269,7 @@ def test_budget_must_be_positive() -> None:
         snippet_around("text", 0, 1, max_chars=0)
 
 
-texts = st.text(alphabet=st.sampled_from(list("ab cd.!?\n\t\"é")), max_size=300)
+texts = st.text(alphabet=st.sampled_from(list('ab cd.!?\n\t"é')), max_size=300)
 
 
 @st.composite
@@ -353,7 +361,7 @@ def test_snippets_for_matches_guarantees(case: tuple[str, list[tuple[int, int]],
     for snippet in snippets:
         assert snippet.end - snippet.start <= max_chars
         assert len(snippet.text) <= max_chars + 2
-    for before, after in zip(snippets, snippets[1:], strict=False):
+    for before, after in itertools.pairwise(snippets):
         assert before.end <= after.start
     for start, end in matches:
         if 0 < end - start <= max_chars:

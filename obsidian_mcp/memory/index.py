@@ -28,34 +28,18 @@ _STOPWORDS = frozenset(
         "where", "which", "who", "will", "with", "you", "your",
     }
 )
-# Where a query word is found matters: a tag is a deliberate label, context is commentary.
-_WEIGHT_TAG, _WEIGHT_CONTENT, _WEIGHT_CONTEXT = 3.0, 1.0, 0.5
-_BM25_K1 = 1.2
+# A query word found in a tag counts more: a tag is a deliberate label. Order: (tags, text).
+_FIELD_WEIGHTS = (3.0, 1.0)
 
 
-def _stem(word: str) -> str:
-    # Plural and singular should meet ("dragons" finds "dragon"); nothing fancier is needed
-    # for short memories.
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def terms(text: str) -> list[str]:
-    """The words of `text` that a query can match, lower-cased and lightly stemmed."""
-    return [_stem(w) for w in _WORD.findall(text.casefold()) if w not in _STOPWORDS]
-
-
-def _weighted_terms(memory: Memory) -> dict[str, float]:
-    weights: dict[str, float] = {}
-    for text, weight in (
-        (" ".join(memory.tags).replace("/", " "), _WEIGHT_TAG),
-        (memory.content, _WEIGHT_CONTENT),
-        (memory.context, _WEIGHT_CONTEXT),
-    ):
-        for term in terms(text):
-            weights[term] = weights.get(term, 0.0) + weight
-    return weights
+def terms(text: str) -> set[str]:
+    """The distinct words of `text` a query can match: lower-cased, common words dropped,
+    plural and singular merged ("dragons" finds "dragon"); nothing fancier is needed for
+    short memories."""
+    return {
+        w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
+        for w in set(_WORD.findall(text.casefold())) - _STOPWORDS
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +69,17 @@ class MemoryIndex:
         # retired memory costs nothing to remove and is skipped when a query meets it.
         self._slots: list[Memory | None] = []
         self._slot_of: dict[str, int] = {}
-        # Live ids per dedup key, in file order; the first is the memory, the rest repeats.
+        # Live ids per dedup key, in file order; the first is the memory, the rest repeats,
+        # whose slots recall skips.
         self._by_key: dict[tuple[str, frozenset[str]], list[str]] = {}
+        self._repeats: set[int] = set()
         self._tag_slots: dict[str, set[int]] = {}
-        self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        self._retired: set[int] = set()
+        # Each slot's time as epoch seconds: time filters and recency order without objects.
+        self._epoch = array("d")
+        # Per word, the slots holding it in tags, and in content or context (compact
+        # arrays: 100,000 memories make millions of postings).
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
         self._live = 0
         # Lines that compaction would drop: tombstones, superseded entries and repeats.
         self.dead_lines = 0
@@ -114,25 +105,32 @@ class MemoryIndex:
         self._slot_of[memory.id] = slot
         self._live += 1
         same = self._by_key.setdefault(memory.dedup_key, [])
-        same.append(memory.id)
-        if len(same) > 1:
+        if same:
+            self._repeats.add(slot)
             self.dead_lines += 1
+        same.append(memory.id)
         for tag in memory.tags:
             self._tag_slots.setdefault(tag, set()).add(slot)
-        for term, weight in _weighted_terms(memory).items():
-            posting = self._postings.get(term)
-            if posting is None:
-                posting = self._postings[term] = (array("I"), array("d"))
-            posting[0].append(slot)
-            posting[1].append(weight)
+        self._epoch.append(memory.ts.timestamp())
+        fields = (" ".join(memory.tags).replace("/", " "), memory.content + " " + memory.context)
+        for field_number, text in enumerate(fields):
+            for term in terms(text):
+                posting = self._postings.get(term)
+                if posting is None:
+                    posting = self._postings[term] = (array("I"), array("I"))
+                posting[field_number].append(slot)
 
     def _retire(self, memory: Memory) -> None:
         slot = self._slot_of.pop(memory.id)
         self._slots[slot] = None
+        self._retired.add(slot)
         self._live -= 1
         same = self._by_key[memory.dedup_key]
         if len(same) > 1:
             self.dead_lines -= 1  # one repeat fewer; the retired line is counted by apply
+            if same[0] == memory.id:
+                self._repeats.discard(self._slot_of[same[1]])  # the next one takes over
+        self._repeats.discard(slot)
         same.remove(memory.id)
         if not same:
             del self._by_key[memory.dedup_key]
@@ -156,16 +154,11 @@ class MemoryIndex:
 
     def find_same(self, content: str, tags: Iterable[str]) -> Memory | None:
         same = self._by_key.get(dedup_key(content, tags))
-        return self._memory(same[0]) if same else None
+        return self._live_slot(self._slot_of[same[0]]) if same else None
 
     def repeats_of(self, memory: Memory) -> list[str]:
         """Ids of live memories with the same content and tags, this one included."""
         return list(self._by_key.get(memory.dedup_key, ()))
-
-    def _memory(self, memory_id: str) -> Memory:
-        memory = self._slots[self._slot_of[memory_id]]
-        assert memory is not None
-        return memory
 
     def tag_counts(self) -> list[tuple[str, int]]:
         """Known tags with their live memory counts, most used first."""
@@ -174,8 +167,8 @@ class MemoryIndex:
 
     def primaries(self) -> Iterator[Memory]:
         """Live memories in file order, each repeat left out."""
-        for memory in self._slots:
-            if memory is not None and self._by_key[memory.dedup_key][0] == memory.id:
+        for slot, memory in enumerate(self._slots):
+            if memory is not None and slot not in self._repeats:
                 yield memory
 
     def recent(self, limit: int) -> list[Memory]:
@@ -184,59 +177,67 @@ class MemoryIndex:
     # -- recall ----------------------------------------------------------------------------
 
     def _text_scores(self, text: str) -> dict[int, float]:
-        """BM25 over tags, content and context, field-weighted; slots that match any word."""
+        """Slots holding any word of `text`, scored by the words' rarity (idf) and where
+        each occurs (tags over content and context)."""
         scores: dict[int, float] = {}
+        score_of = scores.get
         total = max(self._live, 1)
-        for term in dict.fromkeys(terms(text)):
-            posting = self._postings.get(term)
-            if posting is None:
+        for term in terms(text):
+            fields = self._postings.get(term)
+            if fields is None:
                 continue
-            slots, weights = posting
-            idf = math.log(1 + (total - len(slots) + 0.5) / (len(slots) + 0.5))
-            for slot, weight in zip(slots, weights, strict=True):
-                gain = idf * weight * (_BM25_K1 + 1) / (weight + _BM25_K1)
-                scores[slot] = scores.get(slot, 0.0) + gain
+            frequency = max(len(slots) for slots in fields)
+            idf = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+            for weight, slots in zip(_FIELD_WEIGHTS, fields, strict=True):
+                gain = idf * weight
+                for slot in slots:
+                    scores[slot] = score_of(slot, 0.0) + gain
         return scores
 
-    def _candidates(self, query: Query) -> Iterable[int]:
-        if not query.tags:
-            return range(len(self._slots))
-        sets = [self._tag_slots.get(tag, set[int]()) for tag in query.tags]
-        if query.all_tags:
-            return sets[0].intersection(*sets[1:])
-        return set[int]().union(*sets)
-
     def select(self, query: Query, limit: int) -> Selection:
+        """The memories matching `query`: the best `limit` (by score, then recency; by
+        recency alone without text), and how many matched in all, over which span."""
+        # Set operations over slot numbers keep the per-memory work in C: a recall over
+        # 100,000 memories must stay well under 50 ms.
         scores = self._text_scores(query.text) if query.text else None
-        pool = self._candidates(query)
-        if scores is not None:
-            pool = scores.keys() if not query.tags else [s for s in pool if s in scores]
-        matches: list[Memory] = []
-        for slot in pool:
-            memory = self._slots[slot]
-            if memory is None or self._by_key[memory.dedup_key][0] != memory.id:
-                continue
-            if query.start is not None and memory.ts < query.start:
-                continue
-            if query.end is not None and memory.ts >= query.end:
-                continue
-            if query.type is not None and memory.type != query.type:
-                continue
-            matches.append(memory)
-        if not matches:
+        pool = set(scores) if scores is not None else set(range(len(self._slots)))
+        if query.tags:
+            tagged = [self._tag_slots.get(tag, set[int]()) for tag in query.tags]
+            pool &= tagged[0].intersection(*tagged[1:]) if query.all_tags else set[int]().union(
+                *tagged
+            )
+        pool -= self._retired
+        pool -= self._repeats
+        epoch = self._epoch
+        if query.start is not None or query.end is not None:
+            low = query.start.timestamp() if query.start is not None else -math.inf
+            high = query.end.timestamp() if query.end is not None else math.inf
+            pool = {slot for slot in pool if low <= epoch[slot] < high}
+        if query.type is not None:
+            pool = {slot for slot in pool if self._type_of(slot) == query.type}
+        if not pool:
             return Selection([], 0, None, None)
+        # Equal times (one clock tick) fall back to file order: the later line is newer.
         if scores is None:
-            ranked = heapq.nlargest(limit, matches, key=lambda m: (m.ts, m.id))
+            best = heapq.nlargest(limit, pool, key=lambda slot: (epoch[slot], slot))
         else:
-            ranked = heapq.nlargest(
-                limit, matches, key=lambda m: (round(scores[self._slot_of[m.id]], 9), m.ts, m.id)
+            best = heapq.nlargest(
+                limit, pool, key=lambda slot: (scores[slot], epoch[slot], slot)
             )
         return Selection(
-            ranked=ranked,
-            total=len(matches),
-            newest=max(m.ts for m in matches),
-            oldest=min(m.ts for m in matches),
+            ranked=[self._live_slot(slot) for slot in best],
+            total=len(pool),
+            newest=self._live_slot(max(pool, key=epoch.__getitem__)).ts,
+            oldest=self._live_slot(min(pool, key=epoch.__getitem__)).ts,
         )
+
+    def _live_slot(self, slot: int) -> Memory:
+        memory = self._slots[slot]
+        assert memory is not None
+        return memory
+
+    def _type_of(self, slot: int) -> str | None:
+        return self._live_slot(slot).type
 
 
 @dataclass

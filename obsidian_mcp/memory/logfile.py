@@ -103,7 +103,6 @@ def compacted(data: bytes) -> tuple[bytes, LogReader, Compaction]:
 
 class DiskLog:
     def __init__(self, root: Path, path: str) -> None:
-        self._path = path
         self._target = root / path
         real = self._target.resolve()
         if not real.is_relative_to(root.resolve()):

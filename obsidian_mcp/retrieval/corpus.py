@@ -143,6 +143,9 @@ class Corpus:
     def chunk(self, chunk_id: int) -> Chunk:
         return self._chunks[chunk_id]
 
+    def chunk_terms(self, chunk_id: int) -> list[str]:
+        return self._chunk_terms[chunk_id]
+
     def record(self, path: str) -> NoteRecord | None:
         """The note as of the last sync (None if it was not read or does not exist)."""
         return self._notes.get(path)

@@ -20,21 +20,28 @@ _WORD_RE = re.compile(r"\w+")
 _COMBINING_RE = re.compile(r"[\u0300-\u036f]")
 # Letters that do not decompose into a base letter plus accents.
 _LETTERS = str.maketrans(
-    {"æ": "ae", "œ": "oe", "ø": "o", "þ": "th", "ð": "d", "đ": "d", "ł": "l", "ı": "i"}
+    {"æ": "ae", "œ": "oe", "ø": "o", "þ": "th", "ð": "d", "đ": "d", "ł": "l", "\u0131": "i"}
 )
 # Words too common to say anything about a passage; questions are full of them.
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves s t d ll m re ve y don doesn didn isn wasn
-    aren weren won wouldn shouldn couldn hasn haven hadn also ever every get got much many
-    one tell say said know""".split()
-)
+    (
+        "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+        "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
+        "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for",
+        "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself",
+        "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+        "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on",
+        "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same",
+        "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+        "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
+        "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
+        "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+        "yourselves", "s", "t", "d", "ll", "m", "re", "ve", "y", "don", "doesn", "didn", "isn",
+        "wasn", "aren", "weren", "won", "wouldn", "shouldn", "couldn", "hasn", "haven", "hadn",
+        "also", "ever", "every", "get", "got", "much", "many", "one", "tell", "say", "said",
+        "know",
+    )
+)  # fmt: skip
 
 
 def fold(text: str) -> str:

@@ -19,6 +19,11 @@ class FileContext:
     tokens: int
 
 
+def display_section(section: tuple[str, ...], title: str) -> tuple[str, ...]:
+    """The heading path without a leading top heading that only repeats the note's title."""
+    return section[1:] if section and section[0] == title else section
+
+
 @dataclass(frozen=True, slots=True)
 class PassageHit:
     """Verbatim text of a note, `content[start:end]`, under the heading path `section`."""

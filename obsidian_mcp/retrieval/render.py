@@ -138,6 +138,11 @@ def _first_line(result: SearchResult) -> str:
     return line
 
 
+def frame_tokens(result: SearchResult) -> int:
+    """What the response costs besides its file groups: first line, rule and footer."""
+    return estimate_tokens("\n".join([_first_line(result), "---", footer(result)])) + 2
+
+
 def format_search(result: SearchResult, *, concise: bool = False) -> str:
     if not result.groups:
         return _first_line(result) + "\n" + _empty(result)
@@ -158,7 +163,7 @@ def format_search(result: SearchResult, *, concise: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _passage_data(hit: PassageHit, concise: bool) -> dict[str, Any]:
+def passage_data(hit: PassageHit, concise: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "link": obsidian_link(hit.path, hit.section),
         "section": list(hit.section),
@@ -185,7 +190,7 @@ def _group_data(group: FileGroup, concise: bool) -> dict[str, Any]:
         data.update(tokens=context.tokens, tags=list(context.tags))
         if context.gist:
             data["summary"] = context.gist
-    data["passages"] = [_passage_data(hit, concise) for hit in group.passages]
+    data["passages"] = [passage_data(hit, concise) for hit in group.passages]
     return data
 
 

@@ -2,6 +2,7 @@
 """The retrieval service of one vault: ranked passages for a question, exact matches for
 terms. One `Retriever` per `Vault`, kept across calls, holds the corpus cache."""
 
+import math
 import posixpath
 import re
 from bisect import bisect_right
@@ -11,22 +12,29 @@ from weakref import WeakKeyDictionary
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
 from obsidian_mcp.paths import normalize_vault_path
-from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.corpus import (
+    Chunk,
+    Corpus,
+    NoteRecord,
+    ProgressCallback,
+)
 from obsidian_mcp.retrieval.exact import Needles, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import stem, terms, words
+from obsidian_mcp.retrieval.links import LinkGraph
 from obsidian_mcp.retrieval.packing import (
     FileContext,
     PassageHit,
     SearchResult,
+    display_section,
     group_by_file,
     pack,
 )
-from obsidian_mcp.retrieval.render import group_cost, passage_cost
-from obsidian_mcp.retrieval.semantic import SemanticAnswer, SemanticHit, SemanticSources, Seed
+from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
+from obsidian_mcp.retrieval.semantic import Seed, SemanticAnswer, SemanticHit, SemanticSources
 from obsidian_mcp.retrieval.smart_env import SmartEnvCache
 from obsidian_mcp.text.markdown import find_section, gist
-from obsidian_mcp.text.snippets import snippets_for_matches
+from obsidian_mcp.text.snippets import sentence_spans, snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
 
@@ -37,11 +45,13 @@ _SEMANTIC_DEPTH = 20
 _SEED_COUNT = 5
 # Weight of the semantic ranking against the keyword ranking in the fusion, per source:
 # real query embeddings are trusted more than feedback built from keyword hits.
-_SEMANTIC_WEIGHT = {"smart-search": 1.0, "custom-route": 1.0, "smart-env-prf": 0.5}
-# Passages of one file ranked before other files get their turn.
-_PASSAGES_PER_FILE = 2
-# Tokens kept back for the response's first line and footer.
-RESERVED_TOKENS = 90
+_SEMANTIC_WEIGHT = {"smart-search": 1.0, "custom-route": 1.0, "smart-env-prf": 0.1}
+# How many of each ranking's best passages are always shown first.
+_SEATS = 2
+# Most characters of one passage as shown: a paragraph or two.
+FOCUS_CHARS = 560
+# Passages left out for the budget that the footer names.
+_OVER_BUDGET_NAMED = 3
 _GIST_CHARS = 140
 _CONTEXT_TAGS = 6
 
@@ -90,7 +100,7 @@ def passage_hit(record: NoteRecord, start: int, end: int, score: float) -> Passa
     section = sections[index]
     return PassageHit(
         path=record.path,
-        section=section.path,
+        section=display_section(section.path, record.parsed.title),
         start=start,
         end=end,
         text=content[start:end],
@@ -98,6 +108,70 @@ def passage_hit(record: NoteRecord, start: int, end: int, score: float) -> Passa
         cut_before=bool(content[section.body_start : start].strip()),
         cut_after=bool(content[end : section.end].strip()),
     )
+
+
+def local_scores(
+    chunk_terms: Sequence[set[str]], weighted: Sequence[tuple[str, float]]
+) -> list[float]:
+    """How well each passage of one note matches the query, weighing each term by how rare
+    it is *within the note*: in a session log every passage names the main characters,
+    and the one passage with the query's unusual word is the one that answers."""
+    count = len(chunk_terms)
+    weights: dict[str, float] = {}
+    for term, weight in weighted:
+        frequency = sum(1 for terms_of in chunk_terms if term in terms_of)
+        if frequency:
+            weights[term] = weight * math.log(1 + count / frequency)
+    return [sum(weights.get(term, 0.0) for term in terms_of) for terms_of in chunk_terms]
+
+
+def focus_window(
+    record: NoteRecord, chunk: Chunk, weighted: Sequence[tuple[str, float]]
+) -> tuple[int, int]:
+    """The span to show for a passage: from its sentence richest in query terms onward
+    through whole sentences of its section, up to FOCUS_CHARS. Notes tell things in
+    order, so what answers a question usually follows the words it shares with the
+    question: the line after "Rook gave her the compass" is what she said."""
+    content = record.parsed.content
+    sections = record.parsed.sections
+    index = bisect_right([s.start for s in sections], chunk.start) - 1
+    section_end = sections[index].end if index >= 0 else len(content)
+    limit = min(section_end, chunk.end + FOCUS_CHARS)
+    sentences = [
+        (chunk.start + start, chunk.start + end)
+        for start, end in sentence_spans(content[chunk.start : limit])
+    ]
+    if not sentences:
+        return chunk.start, chunk.end
+    weights = dict(weighted)
+    in_chunk = [i for i, (start, _) in enumerate(sentences) if start < chunk.end]
+    best = max(
+        in_chunk,
+        key=lambda i: (
+            sum(weights.get(t, 0.0) for t in set(terms(content[slice(*sentences[i])]))),
+            -i,
+        ),
+    )
+    last = best
+    while last + 1 < len(sentences) and sentences[last + 1][1] - sentences[best][0] <= FOCUS_CHARS:
+        last += 1
+    return sentences[best][0], sentences[last][1]
+
+
+def seated(fused: dict[int, float], seats: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
+    """Fused order, except that the best few of each ranking come first, taken in turn.
+
+    Rank fusion lets many middling agreements outvote one ranking's clear winner (an
+    exact name that only the keywords find, a paraphrase only the embedding finds); a
+    reply of five passages should always carry each ranking's best."""
+    first: list[int] = []
+    for position in range(max((len(s) for s in seats), default=0)):
+        for ranking in seats:
+            if position < len(ranking) and ranking[position] not in first:
+                first.append(ranking[position])
+    front = set(first)
+    rest = sorted((c for c in fused if c not in front), key=lambda c: -fused[c])
+    return [(c, fused[c]) for c in [*first, *rest]]
 
 
 def query_terms(query: str) -> list[str]:
@@ -112,6 +186,7 @@ class Retriever:
         self.vault = vault
         self.settings = settings
         self.corpus = Corpus(vault)
+        self.links = LinkGraph()
         env_dir = vault.smart_env_dir
         self.semantic = SemanticSources(
             vault.rest, settings.semantic_route, SmartEnvCache(env_dir) if env_dir else None
@@ -127,8 +202,17 @@ class Retriever:
 
     # -- ranked search ---------------------------------------------------------------------
 
+    def weighted_terms(self, query: str) -> list[tuple[str, float]]:
+        """The query's terms and their variants, each weighted by its rarity in the vault."""
+        index = self.corpus.index
+        return [(t, w * index.idf(t)) for t, w in index.expand(query_terms(query))]
+
     def _best_chunk(
-        self, record: NoteRecord, hit: SemanticHit, keyword: dict[int, float], taken: set[int]
+        self,
+        record: NoteRecord,
+        hit: SemanticHit,
+        weighted: list[tuple[str, float]],
+        taken: set[int],
     ) -> Chunk | None:
         """The passage of a semantic hit's note or block that best matches the query's
         words, among those no better-ranked hit has claimed; its first free passage when
@@ -142,23 +226,22 @@ class Retriever:
             section = find_section(record.parsed, " > ".join(hit.headings))
             if section is not None:
                 start, end = section.start, section.subtree_end
-        inside = [
-            c for c in record.chunks if c.start < end and c.end > start and c.id not in taken
-        ]
+        inside = [c for c in record.chunks if c.start < end and c.end > start and c.id not in taken]
         if not inside:
             return None
-        return max(inside, key=lambda c: (keyword.get(c.id, 0.0), -c.start))
+        scores = local_scores([set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted)
+        by_id = dict(zip((c.id for c in record.chunks), scores, strict=True))
+        return max(inside, key=lambda c: (by_id[c.id], -c.start))
 
-    def _semantic_ranking(
-        self, answer: SemanticAnswer, keyword: dict[int, float], prefix: str
-    ) -> list[int]:
+    def _semantic_ranking(self, answer: SemanticAnswer, query: list[str], prefix: str) -> list[int]:
         ranking: list[int] = []
         taken: set[int] = set()
+        weighted = self.corpus.index.expand(query)
         for hit in answer.hits:
             record = self.corpus.record(hit.path)
             if record is None or not hit.path.startswith(prefix):
                 continue
-            chunk = self._best_chunk(record, hit, keyword, taken)
+            chunk = self._best_chunk(record, hit, weighted, taken)
             if chunk is not None:
                 ranking.append(chunk.id)
                 taken.add(chunk.id)
@@ -175,18 +258,6 @@ class Retriever:
                 seeds.append(Seed(chunk.path, line, keyword[chunk_id] / top))
         return seeds
 
-    def _diversified(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """Best first, but a file's passages beyond its first few wait until every other
-        file has had its turn: one long note must not crowd out the note that answers."""
-        first: list[tuple[int, float]] = []
-        later: list[tuple[int, float]] = []
-        per_file: dict[str, int] = {}
-        for item in ranked:
-            path = self.corpus.chunk(item[0]).path
-            per_file[path] = per_file.get(path, 0) + 1
-            (first if per_file[path] <= _PASSAGES_PER_FILE else later).append(item)
-        return first + later
-
     async def ranked_passages(
         self,
         query: str,
@@ -198,7 +269,8 @@ class Retriever:
         passages matched at all."""
         _, prefix = folder_prefix(folder)
         await self.corpus.sync(read_all=True, progress=progress)
-        keyword = self.corpus.scores(query_terms(query))
+        wanted = query_terms(query)
+        keyword = self.corpus.scores(wanted)
         in_scope = {
             chunk_id: score
             for chunk_id, score in keyword.items()
@@ -211,14 +283,17 @@ class Retriever:
             limit=_SEMANTIC_DEPTH,
             seeds=self._seeds(keyword_ranking, in_scope),
         )
-        semantic_ranking = self._semantic_ranking(answer, keyword, prefix)
+        semantic_ranking = self._semantic_ranking(answer, wanted, prefix)
         fused = reciprocal_rank_fusion(
             [
                 (keyword_ranking[:_KEYWORD_DEPTH], 1.0),
                 (semantic_ranking, _SEMANTIC_WEIGHT.get(answer.source, 0.0)),
             ]
         )
-        ranked = self._diversified(sorted(fused.items(), key=lambda item: -item[1]))
+        seats = [keyword_ranking[:_SEATS]]
+        if _SEMANTIC_WEIGHT.get(answer.source, 0.0) >= 1.0:
+            seats.append(semantic_ranking[:_SEATS])
+        ranked = seated(fused, seats)
         total = len(in_scope.keys() | set(semantic_ranking))
         return answer, ranked, total
 
@@ -238,12 +313,20 @@ class Retriever:
         budget = max_tokens or self.settings.max_tokens
         answer, ranked, total = await self.ranked_passages(query, folder=scope, progress=progress)
         top = ranked[0][1] if ranked else 1.0
+        weighted = self.weighted_terms(query)
         hits: list[PassageHit] = []
+        spans: dict[str, list[tuple[int, int]]] = {}
         for chunk_id, score in ranked[: limit * 4]:
             chunk = self.corpus.chunk(chunk_id)
             record = self.corpus.record(chunk.path)
-            if record is not None:
-                hits.append(passage_hit(record, chunk.start, chunk.end, round(score / top, 2)))
+            if record is None:
+                continue
+            start, end = focus_window(record, chunk, weighted)
+            taken = spans.setdefault(chunk.path, [])
+            if any(start < other_end and end > other_start for other_start, other_end in taken):
+                continue  # overlaps a better passage already shown
+            taken.append((start, end))
+            hits.append(passage_hit(record, start, end, round(score / top, 2)))
         return self._packed(
             "vault_semantic_query",
             query,
@@ -279,27 +362,41 @@ class Retriever:
             record = self.corpus.record(path)
             if record is not None:
                 contexts[path] = file_context(record, with_gist=include_context)
+
+        def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
+            groups = group_by_file(chosen, contexts, matches)
+            return SearchResult(
+                tool=tool,
+                query=query,
+                folder=scope,
+                source=source,
+                source_note=note,
+                groups=tuple(groups),
+                limit=limit,
+                max_tokens=budget,
+                total_passages=max(total_passages, len(chosen)),
+                total_files=max(total_files, len(groups)),
+                over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
+            )
+
+        candidates = [hit for hit in hits if hit.path in contexts]
+        # The first line and footer are paid for first, at their longest (three passages
+        # named as left out), so the passages get what remains.
+        frame = frame_tokens(build((), candidates))
         packing = pack(
-            [hit for hit in hits if hit.path in contexts],
+            candidates,
             limit=limit,
-            budget=max(budget - RESERVED_TOKENS, 0),
+            budget=max(budget - frame, 0),
             passage_cost=passage_cost,
             group_cost=lambda path: group_cost(contexts[path]),
         )
-        groups = group_by_file(packing.chosen, contexts, matches)
-        return SearchResult(
-            tool=tool,
-            query=query,
-            folder=scope,
-            source=source,
-            source_note=note,
-            groups=tuple(groups),
-            limit=limit,
-            max_tokens=budget,
-            total_passages=max(total_passages, len(packing.chosen)),
-            total_files=max(total_files, len(groups)),
-            over_budget=packing.over_budget[:3],
-        )
+        chosen = list(packing.chosen)
+        result = build(chosen, packing.over_budget)
+        while chosen and estimate_tokens(format_search(result)) > budget:
+            # Estimates of the frame can be off by a few tokens; the budget is a promise.
+            chosen.pop()
+            result = build(chosen, packing.over_budget)
+        return result
 
     # -- exact search ----------------------------------------------------------------------
 
@@ -374,8 +471,10 @@ class Retriever:
             spans = needles.spans(content)
             matches[path] = len(spans)
             score = round(file_score(*found[path]) / best, 2)
-            for snippet in snippets_for_matches(content, spans, snippet_length):
-                hits.append(passage_hit(record, snippet.start, snippet.end, score))
+            hits.extend(
+                passage_hit(record, snippet.start, snippet.end, score)
+                for snippet in snippets_for_matches(content, spans, snippet_length)
+            )
         return self._packed(
             "vault_smart_search",
             query,

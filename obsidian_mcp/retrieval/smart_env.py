@@ -80,7 +80,9 @@ def model_key(env_dir: Path, items: dict[str, Any]) -> str | None:
         pass
     seen: set[str] = set()
     for value in items.values():
-        embeddings = value.get("embeddings") if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            continue
+        embeddings = cast(dict[str, Any], value).get("embeddings")
         if isinstance(embeddings, dict):
             seen.update(str(k) for k in cast(dict[str, Any], embeddings))
     return seen.pop() if len(seen) == 1 else None

@@ -188,8 +188,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     ) -> str:
         """Retire one memory that is wrong or no longer useful; it stops appearing in
         vault_recall. To correct a memory, forget it and remember the new version."""
-        memory_store = app_state(ctx).require_memory()
         with tool_errors():
+            memory_store = app_state(ctx).require_memory()
             memory = await memory_store.forget(id)
         return "Forgot:\n" + format_memory(memory, memory_store.now())
 

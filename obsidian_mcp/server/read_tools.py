@@ -76,9 +76,7 @@ def format_outline(outline: NoteOutline) -> str:
         )
     else:
         lines.append("no headings")
-    lines.append(
-        f"next: vault_read_note(path={_quote(outline.path)}, heading=<a heading above>)"
-    )
+    lines.append(f"next: vault_read_note(path={_quote(outline.path)}, heading=<a heading above>)")
     return "\n".join(lines)
 
 
@@ -97,8 +95,7 @@ def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> 
     if len(folders) > _TREE_ITEMS_PER_FOLDER:
         lines.append(f"{pad}… {len(folders) - _TREE_ITEMS_PER_FOLDER} more folders")
     files = sorted(node.notes + node.attachments, key=str.lower)
-    for path in files[:_TREE_ITEMS_PER_FOLDER]:
-        lines.append(f"{pad}{path.rpartition('/')[2]}")
+    lines.extend(f"{pad}{path.rpartition('/')[2]}" for path in files[:_TREE_ITEMS_PER_FOLDER])
     if len(files) > _TREE_ITEMS_PER_FOLDER:
         lines.append(f"{pad}… {len(files) - _TREE_ITEMS_PER_FOLDER} more files")
 
@@ -168,13 +165,20 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         ] = None,
         offset: Annotated[
             int,
-            Field(ge=0, description="Character offset to start from, as given by the "
-                  "continuation hint of a cut read."),
+            Field(
+                ge=0,
+                description="Character offset to start from, as given by the "
+                "continuation hint of a cut read.",
+            ),
         ] = 0,
         max_chars: Annotated[
             int | None,
-            Field(ge=200, le=100_000, description="Most characters to return "
-                  "(default: the server's read budget, about 1,500 tokens)."),
+            Field(
+                ge=200,
+                le=100_000,
+                description="Most characters to return "
+                "(default: the server's read budget, about 1,500 tokens).",
+            ),
         ] = None,
         format: OutputFormat = "markdown",
     ) -> str:
@@ -249,9 +253,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
 
     @mcp.tool(title="Append to the scratch note", annotations=APPEND_ONLY, structured_output=False)
     async def vault_scratch_append(
-        text: Annotated[
-            str, Field(min_length=1, description="What to jot down (markdown).")
-        ],
+        text: Annotated[str, Field(min_length=1, description="What to jot down (markdown).")],
         ctx: Context[AppState],
     ) -> str:
         """Append a timestamped entry to the agent's scratch note (a working notepad in the
@@ -265,4 +267,3 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
                 state.require_vault(), state.settings.scratch_path, text, datetime.now(UTC)
             )
         return f"Appended to {path}."
-

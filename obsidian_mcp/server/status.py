@@ -1,22 +1,25 @@
 """The status resource: which sources are in use, and why."""
 
+from dataclasses import asdict
+
 from mcp.server import MCPServer
 
 from obsidian_mcp.server.app import AppState, StateRef
 from obsidian_mcp.server.common import to_json
 
 
-def status_data(state: AppState) -> dict[str, object]:
+async def status_data(state: AppState) -> dict[str, object]:
     vault = state.vault
     if vault is None:
         return {"vault": None, "problem": state.unavailable_reason}
     status = vault.status()
+    memory = asdict(await state.memory.status()) if state.memory is not None else None
     return {
         "live_source": status.live,
         "vault_folder": status.disk,
         "smart_env": str(vault.smart_env_dir) if vault.smart_env_dir else None,
         "notes": status.notes,
-        "memory_path": state.settings.memory_path,
+        "memory": memory,
         "scratch_path": state.settings.scratch_path,
     }
 
@@ -29,5 +32,5 @@ def register_status_resource(mcp: MCPServer[AppState], state_ref: StateRef) -> N
         "source) and any problem with them.",
         mime_type="application/json",
     )
-    def status() -> str:
-        return to_json(status_data(state_ref.get()))
+    async def status() -> str:
+        return to_json(await status_data(state_ref.get()))

@@ -414,7 +414,9 @@ class RestSource:
                 span = cast(dict[str, Any], entry.get("match") or {})
                 source = "filename" if span.get("source") == "filename" else "content"
                 contexts[len(matches)] = str(entry.get("context", ""))
-                matches.append(TextMatch(int(span.get("start", 0)), int(span.get("end", 0)), source))
+                matches.append(
+                    TextMatch(int(span.get("start", 0)), int(span.get("end", 0)), source)
+                )
             hits.append(TextSearchHit(str(row["filename"]), tuple(matches), contexts))
         return hits
 

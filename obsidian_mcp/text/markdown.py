@@ -12,6 +12,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 from urllib.parse import unquote
 
@@ -23,7 +24,10 @@ from obsidian_mcp.text.snippets import sentence_spans, truncate_at_word
 
 @dataclass(frozen=True, slots=True)
 class WikiLink:
-    target: str
+    """A ``[[target#heading|alias]]``, ``[[target#^block]]``, ``![[embed]]`` or markdown
+    link to a local ``.md`` file; `start`/`end` span the whole link in the content."""
+
+    target: str  # as written ("" for same-note links); markdown links percent-decoded
     heading: str | None
     block: str | None
     alias: str | None
@@ -34,6 +38,11 @@ class WikiLink:
 
 @dataclass(frozen=True, slots=True)
 class Section:
+    """A heading and its text. The preamble (text before the first heading) is a section
+    with heading None, level 0 and path (), present only when it holds any text.
+    `end` is the next heading of any level; `subtree_end` the next of the same or a
+    higher level, so ``content[start:subtree_end]`` includes the subsections."""
+
     heading: str | None
     level: int
     path: tuple[str, ...]
@@ -46,14 +55,18 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Paragraph:
+    """A top-level markdown block, trailing whitespace excluded."""
+
     start: int
     end: int
-    section_index: int
-    kind: str
+    section_index: int  # into ParsedNote.sections
+    kind: str  # "paragraph" | "list" | "quote" (callouts too) | "table" | "code" | "other"
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedNote:
+    """See `parse_note`."""
+
     path: str
     content: str
     frontmatter: dict[str, object]
@@ -85,9 +98,13 @@ _CODE_BLOCKS = frozenset({"fence", "code_block"})
 
 # markdown-it counts "\r\n", a lone "\r" and "\n" as one line break each.
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
+_NOT_LINE_BREAK_RE = re.compile(r"[^\r\n]")
 _FRONTMATTER_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r\n?|\n|\Z)", re.MULTILINE)
+# A backtick run, then the shortest text up to a run of the same length; a blank line
+# ends the paragraph and so the chance to close. Possessive chunks keep unclosed runs
+# linear.
 _INLINE_CODE_RE = re.compile(
-    r"(?<!`)(`+)(?!`)((?:[^\n]|\n(?![ \t]*(?:\r?\n|\Z)))+?)(?<!`)\1(?!`)"
+    r"(?<!`)(`+)(?!`)((?:[^`\n]++|\n(?![ \t]*+(?:\r?\n|\Z))|`++)+?)(?<!`)\1(?!`)"
 )
 _WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 _MARKDOWN_LINK_RE = re.compile(
@@ -144,7 +161,8 @@ def _load_frontmatter(block: str) -> tuple[dict[str, object], str | None]:
     try:
         data: object = yaml.load(block, Loader=_FrontmatterLoader)
     except yaml.MarkedYAMLError as error:
-        where = f" (line {error.problem_mark.line + 2})" if error.problem_mark else ""
+        # The YAML starts on the note's second line.
+        where = f" at line {error.problem_mark.line + 2}" if error.problem_mark else ""
         return {}, f"invalid YAML frontmatter: {error.problem or error}{where}"
     # Vault files are untrusted input and PyYAML's constructors can raise more than
     # YAMLError (ValueError, OverflowError, RecursionError...); a note must still parse.
@@ -179,7 +197,7 @@ def _blank_out(text: str, spans: Iterable[tuple[int, int]]) -> str:
         if start < position:
             continue
         pieces.append(text[position:start])
-        pieces.append(re.sub(r"[^\r\n]", " ", text[start:end]))
+        pieces.append(_NOT_LINE_BREAK_RE.sub(" ", text[start:end]))
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
@@ -323,7 +341,19 @@ def _sections(content: str, body_start: int, headings: Sequence[_Heading]) -> li
 
 
 def parse_note(path: str, content: str) -> ParsedNote:
-    """Parse a note once into everything the tools ask about. Never raises on bad input."""
+    """Parse a note once into everything the tools ask about. Never raises on bad input.
+
+    * `frontmatter`: the leading ``---`` block's YAML mapping with timestamps left as
+      text; ``{}`` with `frontmatter_error` set when it is malformed or not a mapping.
+    * `title`: frontmatter ``title``, else the first H1 as plain text, else the file stem.
+    * `aliases`: frontmatter ``aliases``/``alias`` (a list, or a comma-separated string).
+    * `tags`: frontmatter ``tags``/``tag`` (a list, or a comma/space-separated string),
+      then inline ``#tags`` (after whitespace or at a line start, at least one non-digit);
+      no ``#``, first spelling kept, duplicates ignoring case dropped.
+    * `links`: body wikilinks, embeds and markdown links to ``.md`` files, in order.
+    * `block_ids`: ``^id`` at a block's line end -> that block's start offset; a ``^id``
+      alone after a block (how tables and quotes get ids) names that block.
+    """
     yaml_text, body_start = _split_frontmatter(content)
     frontmatter, frontmatter_error = (
         _load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)
@@ -357,9 +387,7 @@ def parse_note(path: str, content: str) -> ParsedNote:
                 blocks.append((start, end, _BLOCK_KINDS[token.type]))
 
     without_blocks = _blank_out(content, hidden_spans)
-    inline_code = (
-        match.span() for match in _INLINE_CODE_RE.finditer(without_blocks, body_start)
-    )
+    inline_code = (match.span() for match in _INLINE_CODE_RE.finditer(without_blocks, body_start))
     masked = _blank_out(without_blocks, inline_code)
 
     sections = _sections(content, body_start, headings)
@@ -382,9 +410,7 @@ def parse_note(path: str, content: str) -> ParsedNote:
         key=lambda link: link.start,
     )
     inline_tags = (
-        match.group(1)
-        for match in _TAG_RE.finditer(masked, body_start)
-        if _is_tag(match.group(1))
+        match.group(1) for match in _TAG_RE.finditer(masked, body_start) if _is_tag(match.group(1))
     )
     return ParsedNote(
         path=path,
@@ -461,6 +487,32 @@ def _match_tier(path: tuple[str, ...], parts: tuple[str, ...], literal: str) -> 
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _PathIndex:
+    exact: frozenset[str]
+    by_lower: dict[str, str]
+    # Lowercased file name (and, for notes, the name without ".md") -> paths, in order.
+    by_name: dict[str, tuple[str, ...]]
+
+
+# Callers resolve every link of a note (or a vault) against the same path list; indexing
+# it once keeps that linear instead of quadratic.
+@lru_cache(maxsize=4)
+def _path_index(paths: tuple[str, ...]) -> _PathIndex:
+    by_lower: dict[str, str] = {}
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        lowered = path.lower()
+        by_lower.setdefault(lowered, path)
+        name = posixpath.basename(lowered)
+        by_name.setdefault(name, []).append(path)
+        if name.endswith(".md"):
+            by_name.setdefault(name[:-3], []).append(path)
+    return _PathIndex(
+        frozenset(paths), by_lower, {name: tuple(found) for name, found in by_name.items()}
+    )
+
+
 def resolve_link(target: str, from_path: str, all_paths: Sequence[str]) -> str | None:
     """The vault path a link target points to, as Obsidian resolves it, or None.
 
@@ -474,18 +526,16 @@ def resolve_link(target: str, from_path: str, all_paths: Sequence[str]) -> str |
     name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
     if not name:
         return from_path
-    exact = set(all_paths)
-    by_lower: dict[str, str] = {}
-    for path in all_paths:
-        by_lower.setdefault(path.lower(), path)
+    index = _path_index(tuple(all_paths))
 
     def lookup(candidate: str) -> str | None:
-        for spelling in (candidate, candidate + ".md"):
-            if spelling in exact:
+        spellings = (candidate, candidate + ".md")
+        for spelling in spellings:
+            if spelling in index.exact:
                 return spelling
-        for spelling in (candidate, candidate + ".md"):
-            if spelling.lower() in by_lower:
-                return by_lower[spelling.lower()]
+        for spelling in spellings:
+            if spelling.lower() in index.by_lower:
+                return index.by_lower[spelling.lower()]
         return None
 
     folder = posixpath.dirname(from_path)
@@ -503,7 +553,8 @@ def resolve_link(target: str, from_path: str, all_paths: Sequence[str]) -> str |
         forms = (lowered, lowered[:-3]) if lowered.endswith(".md") else (lowered,)
         return any(form == wanted or form.endswith(suffix) for form in forms)
 
-    candidates = [path for path in all_paths if ends_with_name(path)]
+    same_name = index.by_name.get(posixpath.basename(wanted), ())
+    candidates = [path for path in same_name if ends_with_name(path)]
     if not candidates:
         return None
     return min(

@@ -22,7 +22,7 @@ _TERMINATOR_RE = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019\u00bb)\]*_]*(?=\s|$)"
 _NEXT_CHAR_RE = re.compile(r"\s*(\S)")
 _WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
 # A period after these does not end a sentence; "etc." is absent because it so often does.
-# Dotted abbreviations (e.g., i.e., U.S.) and initials are recognised by shape instead.
+# Dotted letters (e.g., i.e., U.S.) and initials (J. R. R.) are recognised by shape.
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "cf", "al"})
 # Lines that start a new markdown block even without a blank line before them.
 _BLOCK_START_RE = re.compile(
@@ -109,11 +109,10 @@ def _is_abbreviation(text: str, terminator_start: int) -> bool:
     if word is None:
         return False
     token = word.group(1)
-    return (
-        token.lower() in _ABBREVIATIONS
-        or "." in token.strip(".")
-        or (len(token) == 1 and token.isupper())
-    )
+    letters = token.split(".")
+    is_dotted_letters = len(letters) > 1 and all(len(letter) == 1 for letter in letters)
+    is_initial = len(token) == 1 and token.isupper()
+    return token.lower() in _ABBREVIATIONS or is_dotted_letters or is_initial
 
 
 def _terminator_cuts(text: str) -> list[int]:
@@ -135,9 +134,8 @@ def _line_cuts(text: str) -> list[int]:
     previous_line = ""
     line_start = 0
     for line in text.split("\n"):
-        is_blank = not line.strip()
         if line_start and (
-            is_blank
+            not line.strip()
             or not previous_line.strip()
             or _BLOCK_START_RE.match(line)
             or _ONE_LINE_BLOCK_RE.match(previous_line)
@@ -324,9 +322,7 @@ def snippet_around(text: str, match_start: int, match_end: int, max_chars: int) 
     return _make_snippet(text, start, end)
 
 
-def _group_matches(
-    matches: Sequence[tuple[int, int]], max_chars: int
-) -> list[tuple[int, int]]:
+def _group_matches(matches: Sequence[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
     """Spans each covering consecutive matches (sorted by start) that fit in one budget."""
     groups: list[tuple[int, int]] = []
     for start, end in matches:

@@ -492,7 +492,7 @@ class Plugin:
                 return self._listing(path.rstrip("/"))
             entry = self.vault.stat(path)
             return self._serve_file(req, entry) if entry else envelope(status=404)
-        folder = path.rstrip("/") if path.endswith("/") else path
+        folder = path[:-1] if path.endswith("/") else path
         entry = self.vault.stat(folder) if folder else None
         if entry is not None:
             return self._serve_file(req, entry)
@@ -697,6 +697,9 @@ class StandinServer(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's algorithm and
+    # the client's delayed ACK add ~40 ms to every response, which Node's server never does.
+    disable_nagle_algorithm = True
     server: StandinServer
 
     def log_message(self, format: str, *args: Any) -> None:

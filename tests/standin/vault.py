@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat as stat_module
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from .jsstring import code_unit_key, js_lower, utf16_units
 from .markdown import NoteMetadata, parse_note
+from .watch import IN_IGNORED, RESCAN_MASK, Watcher
 
 
 class OutsideVault(Exception):
@@ -99,29 +101,166 @@ def _resolve_link(
     return min(candidates, key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The indexed files at one moment; ``generation`` changes whenever ``files`` does and
+    ``names`` whenever the set of paths does. Never mutate ``files``."""
+
+    generation: int
+    names: int
+    files: dict[str, FileEntry]
+
+
+class _NoteRecord:
+    """A cached note JSON object and the graph lists it was built from."""
+
+    __slots__ = ("entry", "links", "backlinks", "unresolved", "note", "fragments")
+
+    def __init__(
+        self,
+        entry: FileEntry,
+        links: list[str] | None,
+        backlinks: list[str] | None,
+        unresolved: list[str] | None,
+        note: dict[str, Any],
+    ) -> None:
+        self.entry = entry
+        self.links = links
+        self.backlinks = backlinks
+        self.unresolved = unresolved
+        self.note = note
+        #: JsonLogic ``{"var": key}`` answers: key -> (kept, encoded result item).
+        self.fragments: dict[str, tuple[bool, str]] = {}
+
+
+_NO_LINKS: list[str] = []  # shared, never mutated
+
+
 class Vault:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._root = str(self.root)
         self.lock = threading.RLock()
         self._meta: dict[str, tuple[tuple[int, int], NoteMetadata]] = {}
-        self._graph: tuple[tuple[tuple[str, int, int], ...], LinkGraph] | None = None
+        self._text: dict[str, tuple[tuple[int, int], str]] = {}
+        self._search_text: dict[str, tuple[tuple[int, int], bool, str, str]] = {}
+        self._resolved: dict[str, tuple[FileEntry, int, list[str], list[str]]] = {}
+        self._by_name: tuple[int, dict[str, list[str]]] | None = None
+        self._notes: dict[tuple[str, bool, bool], _NoteRecord] = {}
+        self._last_graph: LinkGraph | None = None
+        # The scan: refreshed from inotify events when trusted, else by a full re-stat.
+        self._watcher = Watcher.create()
+        self._wd_prefix: dict[int, str] = {}
+        self._trusted = False
+        self._scan_lock = threading.Lock()
+        self._files: dict[str, FileEntry] | None = None
+        self._generation = 0
+        self._names = 0
+        self._derived: tuple[int, dict[str, Any]] = (-1, {})
+        self._derived_lock = threading.Lock()
+        self._graph_lock = threading.Lock()
 
     # --- files -------------------------------------------------------------------
 
     def abs_path(self, rel: str) -> Path:
         """The absolute path of a vault path; raises :class:`OutsideVault`."""
-        root = str(self.root)
+        root = self._root
         candidate = os.path.normpath(os.path.join(root, rel))
         if candidate != root and not candidate.startswith(root + os.sep):
             raise OutsideVault(rel)
         return Path(candidate)
 
+    def snapshot(self) -> Snapshot:
+        """The indexed files now (sorted by path), from cache when nothing changed."""
+        with self._scan_lock:
+            self._refresh()
+            assert self._files is not None
+            return Snapshot(self._generation, self._names, self._files)
+
     def scan(self) -> dict[str, FileEntry]:
-        """Indexed files by vault path, sorted by path."""
+        """Indexed files by vault path, sorted by path (do not mutate)."""
+        return self.snapshot().files
+
+    def _forget(self, rel: str) -> None:
+        self._meta.pop(rel, None)
+        self._text.pop(rel, None)
+        self._search_text.pop(rel, None)
+
+    def _refresh(self) -> None:
+        if self._files is None or not self._trusted or self._watcher is None:
+            self._full_scan()
+            return
+        events = self._watcher.read()
+        if events is None:
+            self._full_scan()
+            return
+        touched: set[str] = set()
+        rescan = False
+        for wd, mask, name in events:
+            prefix = self._wd_prefix.get(wd)
+            if prefix is None or name.startswith("."):
+                continue  # a folder no longer watched, or a hidden name (never indexed)
+            if mask & (RESCAN_MASK | IN_IGNORED):
+                rescan = True
+            if name:
+                touched.add(prefix + name)
+        for rel in touched:
+            self._forget(rel)
+        if rescan:
+            self._full_scan()
+        elif touched:
+            self._apply(touched)
+
+    def _apply(self, touched: set[str]) -> None:
+        """Re-stat only the changed names (regular files; anything else re-scans)."""
+        assert self._files is not None
+        files = dict(self._files)
+        names_changed = False
+        for rel in touched:
+            try:
+                st = os.lstat(os.path.join(self._root, rel))
+            except (FileNotFoundError, NotADirectoryError):
+                names_changed |= files.pop(rel, None) is not None
+                continue
+            except OSError:
+                self._full_scan()
+                return
+            if stat_module.S_ISLNK(st.st_mode) or stat_module.S_ISDIR(st.st_mode):
+                self._full_scan()
+                return
+            if not stat_module.S_ISREG(st.st_mode):
+                names_changed |= files.pop(rel, None) is not None
+                continue
+            if st.st_nlink > 1:
+                self._full_scan()  # a hard link can change from outside the vault
+                return
+            names_changed |= rel not in files
+            files[rel] = _entry(rel, st)
+        if names_changed:
+            files = dict(sorted(files.items()))
+            self._names += 1
+        self._files = files
+        self._generation += 1
+
+    def _full_scan(self) -> None:
+        watcher = self._watcher
+        trusted = watcher is not None
+        if watcher is not None:
+            for wd, _mask, name in watcher.read() or []:  # the scan sees their effects
+                prefix = self._wd_prefix.get(wd)
+                if prefix is not None and name:
+                    self._forget(prefix + name)
         found: dict[str, FileEntry] = {}
-        stack = [("", str(self.root))]
+        wds: dict[int, str] = {}
+        stack = [("", self._root)]
         while stack:
             prefix, folder = stack.pop()
+            if watcher is not None:
+                wd = watcher.add(folder)  # before listing, so later changes are reported
+                if wd < 0:
+                    trusted = False
+                else:
+                    wds[wd] = prefix
             try:
                 entries = list(os.scandir(folder))
             except OSError:
@@ -130,11 +269,38 @@ class Vault:
                 if de.name.startswith("."):
                     continue
                 rel = prefix + de.name
+                if de.is_symlink():
+                    trusted = False  # its target may change without an event here
                 if de.is_dir(follow_symlinks=False):
                     stack.append((rel + "/", de.path))
                 elif de.is_file():
-                    found[rel] = _entry(rel, de.stat())
-        return dict(sorted(found.items()))
+                    st = de.stat()
+                    if st.st_nlink > 1:
+                        trusted = False
+                    found[rel] = _entry(rel, st)
+        if watcher is not None:
+            for wd in self._wd_prefix.keys() - wds.keys():
+                watcher.remove(wd)
+            self._wd_prefix = wds
+        self._trusted = trusted
+        old = self._files
+        if old is not None and found == old:
+            return
+        if old is None or found.keys() != old.keys():
+            self._names += 1
+        self._files = dict(sorted(found.items()))
+        self._generation += 1
+
+    def _derived_for(self, snap: Snapshot) -> dict[str, Any]:
+        """A cache dict for values computed from ``snap`` (dropped when it changes)."""
+        with self._derived_lock:
+            generation, store = self._derived
+            if generation == snap.generation:
+                return store
+            if snap.generation > generation:
+                self._derived = (snap.generation, {})
+                return self._derived[1]
+            return {}  # an older snapshot than the cache: compute, keep nothing
 
     def stat(self, rel: str) -> FileEntry | None:
         """The file at ``rel`` (hidden files included, as the adapter sees them)."""
@@ -153,14 +319,54 @@ class Vault:
         data = self.read_bytes(rel)
         return "" if data is None else data.decode("utf-8", errors="replace")
 
+    def text(self, entry: FileEntry) -> str:
+        """``read_text`` of an indexed file, cached while the watcher vouches for it."""
+        if not self._trusted:
+            return self.read_text(entry.path)
+        key = (entry.mtime_ns, entry.size)
+        cached = self._text.get(entry.path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = self.read_text(entry.path)
+        self._text[entry.path] = (key, text)
+        return text
+
+    def indexed_text(self, rel: str) -> str:
+        """``read_text(rel)``, from cache when ``rel`` is an unchanged indexed file."""
+        entry = self.snapshot().files.get(rel)
+        return self.read_text(rel) if entry is None else self.text(entry)
+
     def list_dir(self, folder: str) -> list[str]:
         """Immediate children of ``folder`` ("" = root), folders as ``name/``, JS-sorted."""
+        snap = self.snapshot()
+        store = self._derived_for(snap)
+        listings: dict[str, list[str]] = store.setdefault("listings", {})
+        cached = listings.get(folder)
+        if cached is not None:
+            return cached
         prefix = folder + "/" if folder else ""
         children = {
             sub[: sub.index("/") + 1] if "/" in sub else sub
-            for sub in (p[len(prefix) :] for p in self.scan() if p.startswith(prefix))
+            for sub in (p[len(prefix) :] for p in snap.files if p.startswith(prefix))
         }
-        return sorted(children, key=code_unit_key)
+        listing = sorted(children, key=code_unit_key)
+        listings[folder] = listing
+        return listing
+
+    def has_folder(self, folder: str) -> bool:
+        """Whether some indexed path starts with ``folder + "/"``."""
+        snap = self.snapshot()
+        store = self._derived_for(snap)
+        folders: set[str] | None = store.get("folders")
+        if folders is None:
+            folders = set()
+            for path in snap.files:
+                pos = path.find("/")
+                while pos != -1:
+                    folders.add(path[:pos])
+                    pos = path.find("/", pos + 1)
+            store["folders"] = folders
+        return folder in folders
 
     def write(self, rel: str, data: bytes) -> None:
         with self.lock:
@@ -214,37 +420,83 @@ class Vault:
         cached = self._meta.get(entry.path)
         if cached is not None and cached[0] == key:
             return cached[1]
-        meta = parse_note(self.read_text(entry.path))
+        meta = parse_note(self.text(entry))
         self._meta[entry.path] = (key, meta)
         return meta
 
-    def link_graph(self, files: dict[str, FileEntry]) -> LinkGraph:
-        signature = tuple((e.path, e.mtime_ns, e.size) for e in files.values())
-        with self.lock:
-            if self._graph is not None and self._graph[0] == signature:
-                return self._graph[1]
+    def _name_index(self, snap: Snapshot) -> dict[str, list[str]]:
+        cached = self._by_name
+        if cached is not None and cached[0] == snap.names:
+            return cached[1]
         by_name: dict[str, list[str]] = {}
-        for path in files:
+        for path in snap.files:
             by_name.setdefault(path.rsplit("/", 1)[-1].lower(), []).append(path)
+        self._by_name = (snap.names, by_name)
+        return by_name
+
+    def link_graph(self, snap: Snapshot | None = None) -> LinkGraph:
+        """Resolved links, unresolved links and backlinks of ``snap`` (default: now).
+
+        Built once per snapshot generation; a note's own resolution is reused until the
+        note changes or a path is added or removed."""
+        snap = snap or self.snapshot()
+        store = self._derived_for(snap)
+        graph: LinkGraph | None = store.get("graph")
+        if graph is not None:
+            return graph
+        with self._graph_lock:
+            graph = store.get("graph")
+            if graph is not None:
+                return graph
+            graph = self._build_graph(snap, self._last_graph)
+            store["graph"] = graph
+            self._last_graph = graph
+        return graph
+
+    def _build_graph(self, snap: Snapshot, previous: LinkGraph | None) -> LinkGraph:
+        files = snap.files
+        by_name = self._name_index(snap)
         graph = LinkGraph()
         for entry in files.values():
             if not entry.is_markdown:
                 continue
-            resolved: dict[str, None] = {}
-            unresolved: dict[str, None] = {}
-            for link in self.metadata(entry).links:
-                target = _resolve_link(link, entry.path, files, by_name)
-                if target is None:
-                    unresolved[link] = None
-                else:
-                    resolved[target] = None
-            graph.links[entry.path] = list(resolved)
-            graph.unresolved[entry.path] = list(unresolved)
-            for target in resolved:
+            cached = self._resolved.get(entry.path)
+            if cached is not None and cached[0] == entry and cached[1] == snap.names:
+                links, unresolved_links = cached[2], cached[3]
+            else:
+                resolved: dict[str, None] = {}
+                unresolved: dict[str, None] = {}
+                for link in self.metadata(entry).links:
+                    target = _resolve_link(link, entry.path, files, by_name)
+                    if target is None:
+                        unresolved[link] = None
+                    else:
+                        resolved[target] = None
+                links, unresolved_links = list(resolved), list(unresolved)
+                self._resolved[entry.path] = (entry, snap.names, links, unresolved_links)
+            graph.links[entry.path] = links
+            graph.unresolved[entry.path] = unresolved_links
+            for target in links:
                 graph.backlinks.setdefault(target, []).append(entry.path)
-        with self.lock:
-            self._graph = (signature, graph)
+        if previous is not None:  # keep unchanged lists identical, so note caches hold
+            for target, sources in graph.backlinks.items():
+                old = previous.backlinks.get(target)
+                if old is not None and old == sources:
+                    graph.backlinks[target] = old
+        if len(self._resolved) > len(files):
+            for path in self._resolved.keys() - files.keys():
+                del self._resolved[path]
+        if len(self._notes) > 4 * len(files):
+            for key in [k for k in self._notes if k[0] not in files]:
+                del self._notes[key]
         return graph
+
+    def _tags(self, meta: NoteMetadata) -> list[str]:
+        return list(
+            dict.fromkeys(
+                t.lstrip("#") for t in meta.frontmatter_tag_list + meta.inline_tags if t.lstrip("#")
+            )
+        )
 
     def note_json(
         self,
@@ -256,28 +508,57 @@ class Vault:
     ) -> dict[str, Any]:
         """``getFileMetadataObject``: links/backlinks when ``graph`` is given (≥4.0)."""
         meta = self.metadata(entry)
-        tags = list(
-            dict.fromkeys(
-                t.lstrip("#") for t in meta.frontmatter_tag_list + meta.inline_tags if t.lstrip("#")
-            )
-        )
         note: dict[str, Any] = {
-            "tags": tags,
+            "tags": self._tags(meta),
             "frontmatter": meta.frontmatter,
             "stat": {"ctime": entry.ctime_ms, "mtime": entry.mtime_ms, "size": entry.size},
             "path": entry.path,
             "content": self.read_text(entry.path) if content is None else content,
         }
         if graph is not None:
-            note["links"] = graph.links.get(entry.path, [])
-            note["backlinks"] = graph.backlinks.get(entry.path, [])
+            note["links"] = graph.links.get(entry.path, _NO_LINKS)
+            note["backlinks"] = graph.backlinks.get(entry.path, _NO_LINKS)
             if unresolved:
-                note["unresolvedLinks"] = graph.unresolved.get(entry.path, [])
+                note["unresolvedLinks"] = graph.unresolved.get(entry.path, _NO_LINKS)
         return note
 
+    def note_record(
+        self, entry: FileEntry, *, graph: LinkGraph | None, unresolved: bool, content: bool
+    ) -> _NoteRecord:
+        """The note JSON of an indexed markdown file, cached (never mutate it);
+        ``content=False`` gives ``"content": ""`` as the plugin's lazy JsonLogic does."""
+        key = (entry.path, unresolved, content)
+        links = backlinks = unresolved_links = None
+        if graph is not None:
+            links = graph.links.get(entry.path, _NO_LINKS)
+            backlinks = graph.backlinks.get(entry.path, _NO_LINKS)
+            if unresolved:
+                unresolved_links = graph.unresolved.get(entry.path, _NO_LINKS)
+        record = self._notes.get(key)
+        if (
+            record is not None
+            and record.entry == entry
+            and record.links is links
+            and record.backlinks is backlinks
+            and record.unresolved is unresolved_links
+            and (not content or self._trusted)
+        ):
+            return record
+        note = self.note_json(
+            entry, graph=graph, unresolved=unresolved, content=self.text(entry) if content else ""
+        )
+        record = _NoteRecord(entry, links, backlinks, unresolved_links, note)
+        self._notes[key] = record
+        return record
+
     def tag_counts(self) -> list[dict[str, Any]]:
+        snap = self.snapshot()
+        store = self._derived_for(snap)
+        cached: list[dict[str, Any]] | None = store.get("tags")
+        if cached is not None:
+            return cached
         counts: dict[str, int] = {}
-        for entry in self.scan().values():
+        for entry in snap.files.values():
             if not entry.is_markdown:
                 continue
             for tag in self.metadata(entry).all_tags:
@@ -285,9 +566,26 @@ class Vault:
                 for name in [tag] + ["/".join(parts[:i]) for i in range(1, len(parts))]:
                     if name:
                         counts[name] = counts.get(name, 0) + 1
-        return [{"name": name, "count": count} for name, count in counts.items()]
+        result = [{"name": name, "count": count} for name, count in counts.items()]
+        store["tags"] = result
+        return result
 
     # --- simple search -----------------------------------------------------------
+
+    def _searchable(self, entry: FileEntry, with_filename: bool) -> tuple[str, str]:
+        """The note's text in UTF-16 units and the lower-cased text simple search scans
+        (prefixed by the basename and a blank line when ``with_filename``)."""
+        key = (entry.mtime_ns, entry.size)
+        cached = self._search_text.get(entry.path)
+        if cached is not None and cached[0] == key and cached[1] == with_filename:
+            if self._trusted:
+                return cached[2], cached[3]
+        content = utf16_units(self.text(entry))
+        text = utf16_units(entry.basename) + "\n\n" + content if with_filename else content
+        lowered = js_lower(text)
+        if self._trusted:
+            self._search_text[entry.path] = (key, with_filename, content, lowered)
+        return content, lowered
 
     def simple_search(
         self, query: str, context_length: int | None, *, with_filename: bool
@@ -300,11 +598,10 @@ class Vault:
         for entry in self.scan().values():
             if not entry.is_markdown:
                 continue
-            content = utf16_units(self.read_text(entry.path))
+            content, lowered = self._searchable(entry, with_filename)
             base = utf16_units(entry.basename)
             offset = len(base) + 2 if with_filename else 0
-            text = base + "\n\n" + content if with_filename else content
-            spans = _find_all(js_lower(text), words)
+            spans = _find_all(lowered, words)
             if spans is None:
                 continue
             matches: list[dict[str, Any]] = []

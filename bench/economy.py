@@ -1,0 +1,343 @@
+"""Context economy: what each strategy costs an agent, call by call, to reach the answer.
+
+Every strategy is driven through a real MCP client (the SDK's ``Client`` on a stdio
+subprocess), on the same questions, a copy of ``fixtures/vault``, and the same keywords
+where a strategy needs words rather than a question (``KeywordPicker``):
+
+- ``semantic``: ``vault_semantic_query`` with defaults (and the question's folder), our
+  server on the stand-in Local REST API 5.x whose ``/search/smart`` ranks with
+  ``fixtures/query_vectors.jsonl``;
+- ``keyword`` and ``folder+vectors``: the same call through the folder source, without and
+  with the vault's ``.smart-env`` vectors;
+- ``smart-search``: ``vault_smart_search(keywords)`` on the exact-keyword questions;
+- ``quick-context``: ``vault_quick_context(topic=keywords)`` on every question (the set has
+  no separate topic category: each question's distinctive words are its topic);
+- ``drill-down``: ``vault_search_map``, again in the top folder, ``vault_peek_file`` and
+  ``vault_read_note`` of the top file (``retrieval_bench.drill_down_runner``);
+- ``peer``: ``mcp-obsidian``'s simple search (context length 100), then its whole-file read
+  of the top hit (``bench/peer.py``).
+
+Our strategies make a second call only when the first missed: the ``vault_read_note``
+call that the first response itself suggests (an agent follows the hint). Every call is
+recorded; calls asking for ``format="json"`` only steer the drill-down (which row is
+top) and are neither counted nor checked. A strategy stops as soon as the answer appears:
+"tokens" are those of the calls up to and including that one (all calls on a miss).
+A hit is checked on each response and on the strings inside it when it is JSON (an agent
+reads ``\\u00e9`` as ``é``), with ``harness.is_hit``.
+
+The same run also gives ``retrieval_bench.quality_report`` its five strategies (with the
+raw ``/search/simple`` plus whole-note baseline over plain HTTP), so the Retrieval
+issue's figures come from this run too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import retrieval_bench
+from bench.harness import (
+    QUERY_VECTORS,
+    CallResult,
+    KeywordPicker,
+    Question,
+    Session,
+    is_hit,
+    median,
+    percentile,
+    server_env,
+    stdio_session,
+    tool_names,
+)
+from bench.peer import CONTEXT_LENGTH, PeerInstall, peer_calls, peer_session
+from bench.retrieval_bench import Outcome, copy_vault
+from tests.standin.process import StandinProcess
+
+SMART_SEARCH = "vault_smart_search"
+QUICK_CONTEXT = "vault_quick_context"
+READ_NOTE = "vault_read_note"
+KEYWORD_CATEGORY = "exact-keyword"
+_READ_HINT = re.compile(
+    r'vault_read_note\(path=("(?:[^"\\]|\\.)*")(?:, heading=("(?:[^"\\]|\\.)*"))?\)'
+)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    how: str  # the calls, as the report shows them
+
+
+STRATEGIES = (
+    Strategy("semantic", "vault_semantic_query (defaults), stand-in with /search/smart"),
+    Strategy("keyword", "vault_semantic_query, folder source, no vectors"),
+    Strategy("folder+vectors", "vault_semantic_query, folder source, stored vectors"),
+    Strategy("smart-search", "vault_smart_search(keywords), exact-keyword questions"),
+    Strategy("quick-context", "vault_quick_context(topic=keywords)"),
+    Strategy("drill-down", "vault_search_map, again in top folder, peek, read top file"),
+    Strategy(
+        "peer",
+        f"mcp-obsidian: obsidian_simple_search(keywords, context_length={CONTEXT_LENGTH}), "
+        "then obsidian_get_file_contents(top hit)",
+    ),
+)
+
+
+@dataclass
+class Recorder(Session):
+    """A session that keeps every call it makes."""
+
+    log: list[tuple[str, dict[str, Any], CallResult]] = field(default_factory=list)
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, progress: bool = False
+    ) -> CallResult:
+        result = await super().call(tool, arguments, progress=progress)
+        self.log.append((tool, arguments, result))
+        return result
+
+    def take(self) -> list[CallResult]:
+        """The counted calls since the last take (navigation-only JSON calls left out)."""
+        calls = [result for _, args, result in self.log if args.get("format") != "json"]
+        self.log.clear()
+        return calls
+
+
+@dataclass
+class Trace:
+    question: str
+    category: str
+    hit_first: bool
+    hit_two: bool
+    hit: bool
+    tokens: int  # up to and including the call that showed the answer; all on a miss
+    calls: int
+    texts: list[str]
+    error: str = ""
+
+
+def readable(text: str) -> str:
+    """The response and, when it is JSON, the strings inside it as an agent reads them."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return text + "\n" + "\n".join(retrieval_bench._strings(data))
+
+
+def trace(question: Question, calls: Sequence[CallResult], error: str = "") -> Trace:
+    shown: list[str] = []
+    answered_at: int | None = None
+    for index, call in enumerate(calls):
+        shown.append(readable(call.text))
+        if is_hit("\n".join(shown), question.gold):
+            answered_at = index + 1
+            break
+    used = answered_at or len(calls)
+    return Trace(
+        question.id,
+        question.category,
+        answered_at == 1,
+        answered_at is not None and answered_at <= 2,
+        answered_at is not None,
+        sum(call.tokens for call in calls[:used]),
+        used,
+        [call.text for call in calls[:used]],
+        error,
+    )
+
+
+def suggested_read(text: str) -> dict[str, Any] | None:
+    """The first ``vault_read_note(...)`` call a response suggests, as arguments."""
+    match = _READ_HINT.search(text)
+    if match is None:
+        return None
+    args: dict[str, Any] = {"path": json.loads(match.group(1))}
+    if match.group(2):
+        args["heading"] = json.loads(match.group(2))
+    return args
+
+
+async def follow_hint(session: Session, question: Question, first: CallResult) -> None:
+    """The second call of our strategies: only on a miss, the read the response suggests."""
+    if is_hit(readable(first.text), question.gold):
+        return
+    args = suggested_read(first.text)
+    if args is not None:
+        await session.call(READ_NOTE, args)
+
+
+Step = Callable[[Question], Awaitable[Outcome | None]]
+
+
+async def run_traced(
+    name: str, recorder: Recorder, step: Step, questions: Sequence[Question]
+) -> tuple[list[Trace], list[Outcome]]:
+    """Run one strategy over the questions; one failing question never hides the rest."""
+    traces: list[Trace] = []
+    outcomes: list[Outcome] = []
+    for question in questions:
+        recorder.log.clear()
+        try:
+            outcome = await step(question)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"[:200]
+            traces.append(trace(question, recorder.take(), error))
+            outcomes.append(Outcome(question.id, question.category, False, 0, 0, 0.0, error=error))
+            continue
+        calls = recorder.take()
+        error = next((c.text[:200] for c in calls if c.is_error), "")
+        traces.append(trace(question, calls, error))
+        if outcome is not None:
+            outcomes.append(outcome)
+    hits = sum(t.hit for t in traces)
+    errors = sum(1 for t in traces if t.error)
+    print(
+        f"  {name}: {hits}/{len(traces)} answered" + (f", {errors} with errors" if errors else ""),
+        flush=True,
+    )
+    return traces, outcomes
+
+
+def semantic_step(recorder: Recorder) -> Step:
+    first_call = retrieval_bench.semantic_runner(recorder)
+
+    async def step(question: Question) -> Outcome:
+        outcome = await first_call(question)
+        await follow_hint(recorder, question, recorder.log[-1][2])
+        return outcome
+
+    return step
+
+
+def tool_step(recorder: Recorder, tool: str, argument: str, picker: KeywordPicker) -> Step:
+    async def step(question: Question) -> None:
+        args: dict[str, Any] = {argument: picker.pick(question.question)}
+        if question.folder and tool == SMART_SEARCH:
+            args["folder"] = question.folder
+        await follow_hint(recorder, question, await recorder.call(tool, args))
+
+    return step
+
+
+def drill_down_step(recorder: Recorder, picker: KeywordPicker) -> Step:
+    return retrieval_bench.drill_down_runner(recorder, picker)
+
+
+def peer_step(recorder: Recorder, picker: KeywordPicker) -> Step:
+    async def step(question: Question) -> None:
+        await peer_calls(recorder, picker, question)
+
+    return step
+
+
+def summarise(traces: Sequence[Trace]) -> dict[str, float]:
+    count = len(traces) or 1
+    tokens = [t.tokens for t in traces]
+    return {
+        "questions": len(traces),
+        "hit_first": 100 * sum(t.hit_first for t in traces) / count,
+        "hit_two": 100 * sum(t.hit_two for t in traces) / count,
+        "hit": 100 * sum(t.hit for t in traces) / count,
+        "median_tokens": median(tokens),
+        "p90_tokens": percentile(tokens, 90),
+        "mean_calls": sum(t.calls for t in traces) / count,
+        "errors": sum(1 for t in traces if t.error),
+    }
+
+
+async def _ours_on_standin(
+    standin: StandinProcess,
+    config_dir: Path,
+    questions: Sequence[Question],
+    picker: KeywordPicker,
+) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]]]:
+    traces: dict[str, list[Trace]] = {}
+    outcomes: dict[str, list[Outcome]] = {}
+    async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as session:
+        recorder = Recorder(session.client)
+        tools = await tool_names(session)
+        plan: list[tuple[str, Step, Sequence[Question]]] = []
+        if retrieval_bench.SEMANTIC_TOOL in tools:
+            plan.append(("semantic", semantic_step(recorder), questions))
+        if SMART_SEARCH in tools:
+            keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
+            plan.append(
+                (
+                    "smart-search",
+                    tool_step(recorder, SMART_SEARCH, "query", picker),
+                    keyword_questions,
+                )
+            )
+        if QUICK_CONTEXT in tools:
+            plan.append(
+                ("quick-context", tool_step(recorder, QUICK_CONTEXT, "topic", picker), questions)
+            )
+        plan.append(("drill-down", drill_down_step(recorder, picker), questions))
+        for name, step, asked in plan:
+            traces[name], found = await run_traced(name, recorder, step, asked)
+            if found:
+                outcomes[name] = found
+    return traces, outcomes
+
+
+async def economy(
+    questions: Sequence[Question], work: Path, peer: PeerInstall, peer_log: Path
+) -> dict[str, Any]:
+    """Run every strategy; return the traces, their summaries, the Retrieval issue's
+    quality report and a sample question's raw answers from the peer and from us."""
+    with_env = copy_vault(work / "with-env" / "vault", vectors=True)
+    without_env = copy_vault(work / "no-env" / "vault", vectors=False)
+    picker = KeywordPicker(with_env)
+    config_dir = work / "config"
+    started = time.perf_counter()
+    async with StandinProcess(
+        with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
+    ) as standin:
+        traces, outcomes = await _ours_on_standin(standin, config_dir, questions, picker)
+        async with peer_session(peer, standin, peer_log) as session:
+            recorder = Recorder(session.client)
+            traces["peer"], _ = await run_traced(
+                "peer", recorder, peer_step(recorder, picker), questions
+            )
+        async with standin.async_client(timeout=30) as http:
+            outcomes["simple+note"] = await retrieval_bench.run_strategy(
+                "simple+note", retrieval_bench.simple_search_runner(http, picker), questions
+            )
+    if "semantic" in traces:
+        for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
+            async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as session:
+                recorder = Recorder(session.client)
+                traces[name], outcomes[name] = await run_traced(
+                    name, recorder, semantic_step(recorder), questions
+                )
+    quality_md, quality = retrieval_bench.quality_report(outcomes)
+    sample = questions[0]
+    return {
+        "seconds": time.perf_counter() - started,
+        "questions": len(questions),
+        "strategies": [
+            {**asdict(s), **summarise(traces[s.name])} for s in STRATEGIES if s.name in traces
+        ],
+        "missing": [s.name for s in STRATEGIES if s.name not in traces],
+        "traces": {
+            name: [{k: v for k, v in asdict(t).items() if k != "texts"} for t in found]
+            for name, found in traces.items()
+        },
+        "quality_markdown": quality_md,
+        "quality": quality,
+        "sample": {
+            "question": asdict(sample),
+            "keywords": picker.pick(sample.question),
+            "answers": {
+                name: found[0].texts
+                for name, found in traces.items()
+                if found and found[0].question == sample.id
+            },
+        },
+    }

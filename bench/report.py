@@ -1,0 +1,560 @@
+"""Render a benchmark run (the dict ``python -m bench`` builds) as ``REPORT.md`` and charts.
+
+Nothing here measures: every figure comes from the run's results, so the report is
+regenerated whole by the command and never edited by hand. Charts are drawn with
+matplotlib (the ``bench`` extra), headless.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.harness import markdown_table
+
+ECONOMY_CHART = "context-economy.png"
+SCALE_CHART = "latency-vs-size.png"
+SAMPLE_CHARS = 2500
+FULL_RUN_LIMIT_S = 20 * 60
+
+
+@dataclass(frozen=True)
+class Target:
+    issue: str
+    what: str
+    target: str
+    figure: str
+    met: bool | None  # None: not measured in this run
+
+    @property
+    def verdict(self) -> str:
+        return {True: "met", False: "**not met**", None: "not measured"}[self.met]
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0f}%"
+
+
+def _num(value: float | None, unit: str = "") -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    return f"{value:,.0f}{unit}" if abs(value) >= 10 else f"{value:,.1f}{unit}"
+
+
+# --- targets ------------------------------------------------------------------------------
+
+
+def _retrieval_targets(economy: dict[str, Any]) -> list[Target]:
+    quality = economy["quality"]
+    summary = quality["summary"]
+    if "semantic" not in summary:
+        return [
+            Target(
+                "3", "vault_semantic_query figures", "the tool exists", "not in the server", None
+            )
+        ]
+    semantic, keyword = summary["semantic"], summary["keyword"]
+    exact = quality["by_category"].get("exact-keyword", {}).get("keyword")
+    targets = [
+        Target(
+            "3.1",
+            "semantic source: gold in first response; median tokens",
+            ">= 90%; <= 800",
+            f"{_pct(semantic['hit_rate'])}; {_num(semantic['median_tokens'])}",
+            semantic["hit_rate"] >= 90 and semantic["median_tokens"] <= 800,
+        ),
+        Target(
+            "3.2",
+            "keyword only (folder, no vectors): exact-keyword questions",
+            ">= 90%",
+            _pct(exact["hit_rate"]) if exact else "no such questions",
+            exact["hit_rate"] >= 90 if exact else None,
+        ),
+        Target(
+            "3.2",
+            "keyword only: all questions; says it fell back",
+            ">= 70%; 100% labelled",
+            f"{_pct(keyword['hit_rate'])}; {_pct(keyword['labelled_fallback'])} labelled",
+            keyword["hit_rate"] >= 70 and keyword["labelled_fallback"] == 100,
+        ),
+    ]
+    for name, ratio in quality["ratios"].items():
+        targets.append(
+            Target(
+                "3.3",
+                f"semantic vs {name}: median tokens ratio, hit rate not worse",
+                ">= 5x; yes",
+                f"{ratio['token_ratio']:.1f}x; {'yes' if ratio['hit_rate_not_worse'] else 'no'}",
+                ratio["token_ratio"] >= 5 and bool(ratio["hit_rate_not_worse"]),
+            )
+        )
+    return targets
+
+
+def _semantic_rows(scale: Sequence[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
+    return {
+        (run["notes"], run["source"]): tool
+        for run in scale
+        for tool in run["tools"]
+        if tool["tool"] == "vault_semantic_query"
+    }
+
+
+def _scale_targets(scale: Sequence[dict[str, Any]]) -> list[Target]:
+    rows = _semantic_rows(scale)
+    targets: list[Target] = []
+    for source in ("folder", "stand-in"):
+        at_10k = rows.get((10_000, source))
+        targets.append(
+            Target(
+                "3.4",
+                f"10,000 notes, {source}: warm vault_semantic_query median",
+                "<= 200 ms",
+                _num(at_10k["warm_median_ms"], " ms") if at_10k else "not run",
+                at_10k["warm_median_ms"] <= 200 if at_10k else None,
+            )
+        )
+    biggest = max((notes for notes, _ in rows), default=None)
+    cold = [row for (notes, _), row in rows.items() if notes == biggest]
+    targets.append(
+        Target(
+            "3.4",
+            f"cold first query with progress notifications ({biggest or 0:,} notes)",
+            "> 0 progress events",
+            ", ".join(f"{row['progress_events']} events" for row in cold) or "not run",
+            all(row["progress_events"] > 0 for row in cold) if cold else None,
+        )
+    )
+    growth = []
+    for source in ("folder", "stand-in"):
+        small, big = rows.get((1000, source)), rows.get((10_000, source))
+        if small and big:
+            growth.append(
+                f"{source} x{big['warm_median_ms'] / small['warm_median_ms']:.1f} warm, "
+                f"x{big['first_ms'] / small['first_ms']:.1f} cold"
+            )
+    targets.append(
+        Target(
+            "3.4",
+            "growth from 1,000 to 10,000 notes",
+            "reported",
+            "; ".join(growth) or "not run",
+            bool(growth) or None,
+        )
+    )
+    return targets
+
+
+def _memory_targets(memory: Sequence[dict[str, Any]]) -> list[Target]:
+    at = {(row["entries"], row["source"], row["operation"]): row["median_ms"] for row in memory}
+    tool = "folder, MCP tool"
+    recall = [at.get((100_000, tool, op)) for op in ("recall by tag", "recall by query")]
+    remember = at.get((100_000, tool, "remember"))
+    measured = None not in recall
+    rest = [
+        at.get((100_000, "stand-in, MCP tool", op))
+        for op in ("recall by tag", "remember", "cold load (first recall)")
+    ]
+    return [
+        Target(
+            "4.5",
+            "100,000 entries, folder, through the MCP tool: warm recall median (tag; query)",
+            "<= 50 ms",
+            "; ".join(_num(v, " ms") for v in recall) if measured else "not run",
+            all(v is not None and v <= 50 for v in recall) if measured else None,
+        ),
+        Target(
+            "4.5",
+            "100,000 entries, folder, through the MCP tool: remember median",
+            "<= 10 ms",
+            _num(remember, " ms") if remember is not None else "not run",
+            remember <= 10 if remember is not None else None,
+        ),
+        Target(
+            "4.5",
+            "100,000 entries, stand-in: recall by tag, remember, cold load",
+            "reported",
+            " / ".join(_num(v, " ms") for v in rest) if None not in rest else "not run",
+            True if None not in rest else None,
+        ),
+    ]
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    economy, overhead = results["economy"], results["overhead"]
+    peer = next((s for s in economy["strategies"] if s["name"] == "peer"), None)
+    found: list[Target] = [
+        *_retrieval_targets(economy),
+        *_scale_targets(results["scale"]),
+        *_memory_targets(results["memory"]),
+        Target(
+            "2.7",
+            "vault_read_note via MCP / raw GET of the same note (stand-in, medians)",
+            "<= 2",
+            f"{overhead['ratio']:.2f}",
+            overhead["ratio"] <= 2,
+        ),
+        Target(
+            "5.2",
+            "the peer really ran: version and raw answer in this report",
+            "yes",
+            f"{results['peer']['requirement']} (installed {results['peer']['version']}), "
+            f"{peer['questions'] if peer else 0} questions, "
+            f"{peer['errors'] if peer else 0} errors",
+            bool(peer) and peer["errors"] == 0,
+        ),
+    ]
+    duration = results["duration_seconds"]
+    found.append(
+        Target(
+            "5.3",
+            "the full run on this machine",
+            "<= 20 min",
+            f"{duration / 60:.1f} min ({results['mode']} run)",
+            duration <= FULL_RUN_LIMIT_S if results["mode"] == "full" else None,
+        )
+    )
+    return found
+
+
+# --- charts -------------------------------------------------------------------------------
+
+
+def economy_chart(strategies: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    for row in strategies:
+        tokens = max(row["median_tokens"], 1) if not math.isnan(row["median_tokens"]) else 1
+        ours = row["name"] not in ("drill-down", "peer")
+        ax.scatter(
+            tokens,
+            row["hit"],
+            s=80,
+            marker="o" if ours else "s",
+            color="tab:blue" if ours else "tab:red",
+            zorder=3,
+        )
+        ax.annotate(
+            row["name"], (tokens, row["hit"]), textcoords="offset points", xytext=(6, 4), fontsize=9
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("median tokens to the answer (characters / 4, log scale)")
+    ax.set_ylabel("questions answered (%)")
+    ax.set_ylim(-5, 105)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title("Context economy: tokens against hit rate (blue: this server)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def scale_chart(scale: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sources = ("folder", "stand-in")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5), dpi=110, sharey=True)
+    for ax, source in zip(axes, sources, strict=True):
+        series: dict[str, list[tuple[int, float]]] = {}
+        for run in scale:
+            if run["source"] != source:
+                continue
+            for tool in run["tools"]:
+                if not math.isnan(tool["warm_median_ms"]):
+                    series.setdefault(tool["tool"], []).append(
+                        (run["notes"], max(tool["warm_median_ms"], 0.01))
+                    )
+        for tool, points in sorted(series.items()):
+            points.sort()
+            semantic = tool == "vault_semantic_query"
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                linewidth=3 if semantic else 1,
+                label=tool.removeprefix("vault_"),
+            )
+        ax.axhline(200, linestyle="--", color="grey", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"through the {source}")
+        ax.set_xlabel("notes in the vault")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("warm median latency per call (ms, log)")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle("Warm latency against vault size (dashed: the 200 ms target)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# --- sections -----------------------------------------------------------------------------
+
+
+def _header(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    return "\n".join(
+        [
+            "# obsidian-mcp benchmark report",
+            "",
+            "Generated by the command below; every figure comes from that one run. Do not "
+            "edit: rerun the command.",
+            "",
+            f"- command: `{results['command']}` ({results['mode']} run)",
+            f"- date: {results['date']}; took {results['duration_seconds'] / 60:.1f} min",
+            f"- machine: {machine['cpu']}, {machine['cores']} cores, "
+            f"{machine['memory_gib']:.0f} GiB memory, {machine['platform']}",
+            f"- Python {machine['python']}, mcp {machine['mcp']}, obsidian-mcp at "
+            f"{machine['commit']}",
+            f"- peer: {results['peer']['requirement']} from PyPI (installed version "
+            f"{results['peer']['version']}), in its own virtual environment",
+        ]
+    )
+
+
+def _targets_section(found: Sequence[Target]) -> str:
+    return "\n".join(
+        [
+            "## Targets",
+            "",
+            markdown_table(
+                ["issue", "what", "target", "this run", "verdict"],
+                [[t.issue, t.what, t.target, t.figure, t.verdict] for t in found],
+            ),
+        ]
+    )
+
+
+def _economy_section(economy: dict[str, Any]) -> str:
+    rows = [
+        [
+            s["name"],
+            s["how"],
+            s["questions"],
+            _pct(s["hit_first"]),
+            _pct(s["hit_two"]),
+            _pct(s["hit"]),
+            _num(s["median_tokens"]),
+            _num(s["p90_tokens"]),
+            f"{s['mean_calls']:.1f}",
+            s["errors"],
+        ]
+        for s in economy["strategies"]
+    ]
+    parts = [
+        "## Context economy",
+        "",
+        f"{economy['questions']} questions from `bench/questions.jsonl` on a copy of "
+        "`fixtures/vault`, every strategy through a real MCP client (stdio). A strategy "
+        "stops as soon as the gold phrase has appeared; tokens are characters / 4 of every "
+        "response up to that one (of all of them on a miss). Our tools make a second call "
+        "only on a miss: the `vault_read_note` their first response suggests.",
+        "",
+        markdown_table(
+            [
+                "strategy",
+                "calls made",
+                "questions",
+                "hit after 1st call",
+                "hit within 2",
+                "answered",
+                "median tokens",
+                "p90 tokens",
+                "mean calls",
+                "errors",
+            ],
+            rows,
+        ),
+        "",
+        f"![tokens against hit rate]({ECONOMY_CHART})",
+    ]
+    if economy["missing"]:
+        parts += [
+            "",
+            "Not run (the server does not list the tool yet): "
+            + ", ".join(economy["missing"])
+            + ".",
+        ]
+    parts += [
+        "",
+        "### Retrieval issue figures (first response only)",
+        "",
+        "As `bench/retrieval_bench.py` defines them: a hit is the gold in the first "
+        "response; the drill-down and `simple+note` (raw `/search/simple` with context "
+        "length 100 plus the raw top note, no MCP) count every call they make.",
+        "",
+        economy["quality_markdown"].removeprefix("## Retrieval quality and context cost\n"),
+    ]
+    return "\n".join(parts)
+
+
+def _fence(text: str) -> str:
+    shown = (
+        text
+        if len(text) <= SAMPLE_CHARS
+        else (text[:SAMPLE_CHARS] + f"\n[... {len(text) - SAMPLE_CHARS:,} more characters]")
+    )
+    return "````text\n" + shown + "\n````"
+
+
+def _sample_section(economy: dict[str, Any], peer: dict[str, str]) -> str:
+    sample = economy["sample"]
+    question = sample["question"]
+    parts = [
+        "## The peer's raw answer",
+        "",
+        f'Question {question["id"]}: "{question["question"]}" (gold: '
+        f"{' + '.join(repr(g) for g in question['gold'])}); keywords for search-based "
+        f"strategies: `{sample['keywords']}`. {peer['requirement']} (installed "
+        f"{peer['version']}) answered, call by call, exactly as its MCP tools returned it "
+        f"(cut at {SAMPLE_CHARS:,} characters here):",
+    ]
+    for name in ("peer", "semantic"):
+        texts = sample["answers"].get(name)
+        if not texts:
+            continue
+        who = "mcp-obsidian" if name == "peer" else "this server, vault_semantic_query"
+        for number, text in enumerate(texts, start=1):
+            parts += ["", f"{who}, call {number} ({len(text) / 4:,.0f} tokens):", "", _fence(text)]
+    return "\n".join(parts)
+
+
+def _scale_section(results: dict[str, Any]) -> str:
+    scale = results["scale"]
+    sizes = sorted({run["notes"] for run in scale})
+    parts = [
+        "## Speed and scale",
+        "",
+        "Generated vaults (`bench/generate_vault.py`, deterministic, planted passages). "
+        "Per source and size, a fresh server process; each tool's first call in it (the "
+        "first `vault_semantic_query` builds the indexes, later tools find them built), "
+        f"then up to {results['config']['warm_calls']} warm calls (fewer once a tool's "
+        f"warm calls pass {results['config']['budget_seconds']:.0f} s). Milliseconds per "
+        "call through the MCP client, first / warm median / warm p95.",
+    ]
+    for source in ("folder", "stand-in"):
+        runs = {run["notes"]: run for run in scale if run["source"] == source}
+        tools = list(dict.fromkeys(t["tool"] for run in runs.values() for t in run["tools"]))
+        rows: list[list[object]] = []
+        for tool in tools:
+            row: list[object] = [tool]
+            for notes in sizes:
+                timing = next((t for t in runs[notes]["tools"] if t["tool"] == tool), None)
+                row.append(
+                    "—"
+                    if timing is None
+                    else f"{_num(timing['first_ms'])} / {_num(timing['warm_median_ms'])} / "
+                    f"{_num(timing['warm_p95_ms'])}"
+                    + (f" ({timing['errors']} errors)" if timing["errors"] else "")
+                )
+            rows.append(row)
+        rows.append(
+            ["(server start and initialise)", *[_num(runs[n]["connect_ms"]) for n in sizes]]
+        )
+        parts += [
+            "",
+            f"### Through the {source}",
+            "",
+            markdown_table(["tool", *[f"{n:,} notes" for n in sizes]], rows),
+        ]
+        missing = sorted({m for run in runs.values() for m in run["missing"]})
+        if missing:
+            parts += ["", "Not in the server yet: " + ", ".join(missing) + "."]
+    semantic = _semantic_rows(scale)
+    parts += [
+        "",
+        "Planted-question hit rate of `vault_semantic_query` (warm calls): "
+        + ", ".join(
+            f"{notes:,} {source} {_num(row['hit_rate'], '%')}"
+            for (notes, source), row in sorted(semantic.items())
+        )
+        + ". The generated vectors are hashed bags of words, not a language model's: "
+        "they load and rank like real ones, but say little about semantic quality.",
+        "",
+        f"![warm latency against vault size]({SCALE_CHART})",
+    ]
+    return "\n".join(parts)
+
+
+def _memory_section(results: dict[str, Any]) -> str:
+    memory = results["memory"]
+    sizes = sorted({row["entries"] for row in memory})
+    keys = list(dict.fromkeys((row["source"], row["operation"]) for row in memory))
+    at = {(row["entries"], row["source"], row["operation"]): row for row in memory}
+    rows: list[list[object]] = []
+    for source, operation in keys:
+        row: list[object] = [source, operation]
+        for entries in sizes:
+            found = at.get((entries, source, operation))
+            row.append(
+                "—"
+                if found is None
+                else _num(found["median_ms"])
+                + ("" if math.isnan(found["p95_ms"]) else f" / {_num(found['p95_ms'])}")
+            )
+        rows.append(row)
+    return "\n".join(
+        [
+            "## Memory: recall and remember",
+            "",
+            f"`bench/memory_bench.py` at each store size, {results['config']['memory_runs']} "
+            "runs per operation; milliseconds, median / p95 (cold load: one measurement). "
+            "`domain` calls the store directly; `MCP tool` goes through an in-process MCP "
+            "client.",
+            "",
+            markdown_table(["source", "operation", *[f"{n:,} entries" for n in sizes]], rows),
+        ]
+    )
+
+
+def _overhead_section(overhead: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## Tool-call overhead over the raw REST request",
+            "",
+            f"`bench/read_overhead.py`: {overhead['rounds']} rounds alternating a raw "
+            f"authenticated GET of `{overhead['note']}` on the stand-in and "
+            "`vault_read_note` of the same note through an in-process MCP client, so both "
+            "see the same machine noise.",
+            "",
+            markdown_table(
+                ["raw GET median ms", "vault_read_note median ms", "ratio"],
+                [
+                    [
+                        f"{overhead['raw_median_ms']:.2f}",
+                        f"{overhead['tool_median_ms']:.2f}",
+                        f"{overhead['ratio']:.2f}",
+                    ]
+                ],
+            ),
+        ]
+    )
+
+
+def render(results: dict[str, Any], out: Path) -> Path:
+    """Write ``REPORT.md`` and its charts into ``out``; return the report's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    economy = results["economy"]
+    economy_chart(economy["strategies"], out / ECONOMY_CHART)
+    scale_chart(results["scale"], out / SCALE_CHART)
+    sections = [
+        _header(results),
+        _targets_section(targets(results)),
+        _economy_section(economy),
+        _sample_section(economy, results["peer"]),
+        _scale_section(results),
+        _memory_section(results),
+        _overhead_section(results["overhead"]),
+    ]
+    path = out / "REPORT.md"
+    path.write_text("\n\n".join(sections) + "\n", "utf-8")
+    return path

@@ -1,0 +1,252 @@
+"""Speed and scale: every tool on generated vaults, through the folder and the stand-in.
+
+For each vault size, ``bench.generate_vault.generate`` writes a deterministic vault with
+planted passages; then, for each source (the vault folder, and the stand-in Local REST
+API 5.x over the same folder with its ``/search/smart`` on the generated vectors), a fresh
+server (stdio subprocess, fresh config dir, so nothing is cached from before) gets every
+tool it lists, in a fixed order, ``vault_semantic_query`` first:
+
+- the **first call** of each tool in that process, with progress notifications asked for
+  (for ``vault_semantic_query`` this is the cold query that builds the indexes; tools
+  after it find them built);
+- then **warm calls** (``calls`` of them, fewer if a tool's warm calls pass
+  ``budget_seconds``), cycling through the planted questions and their notes.
+
+The planted hit rate of ``vault_semantic_query`` (the gold in the response) is kept too.
+Memory (recall and remember at growing store sizes) reuses ``bench.memory_bench.run``;
+the overhead of a tool call over its raw REST request reuses
+``bench.read_overhead.measure`` (both interleaved in the same run, as ratios).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import memory_bench, read_overhead
+from bench.generate_vault import Planted, generate
+from bench.harness import (
+    FIXTURE_VAULT,
+    KeywordPicker,
+    Session,
+    is_hit,
+    median,
+    percentile,
+    server_env,
+    stdio_session,
+    tool_names,
+)
+from tests.standin.process import StandinProcess
+
+SEMANTIC = "vault_semantic_query"
+_REMEMBERED = re.compile(r"Remembered as (\S+?)\.")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one call of a tool is given: the n-th planted passage and its keywords."""
+
+    planted: Planted
+    keywords: str
+    n: int
+
+
+Args = Callable[[Probe, list[str]], dict[str, Any] | None]
+
+# Every tool, in the order a run calls them; ``vault_forget`` retires what the warm
+# ``vault_remember`` calls stored (none left: no call).
+TOOLS: dict[str, Args] = {
+    SEMANTIC: lambda p, ids: {"query": p.planted.question},
+    "vault_smart_search": lambda p, ids: {"query": p.keywords},
+    "vault_search_map": lambda p, ids: {"query": p.keywords},
+    "vault_quick_context": lambda p, ids: {"topic": p.keywords},
+    "vault_find_related": lambda p, ids: {"path": p.planted.path},
+    "vault_read_note": lambda p, ids: {"path": p.planted.path},
+    "vault_peek_file": lambda p, ids: {"path": p.planted.path},
+    "vault_tree": lambda p, ids: {},
+    "vault_recall": lambda p, ids: {"query": p.keywords},
+    "vault_remember": lambda p, ids: {
+        "content": f"Speed run {p.n}: {p.planted.question} {p.planted.gold}",
+        "tags": ["bench", "speed"],
+        "context": "written by the speed benchmark",
+    },
+    "vault_forget": lambda p, ids: {"id": ids.pop()} if ids else None,
+    "vault_scratch_append": lambda p, ids: {"text": f"speed run entry {p.n}"},
+}
+
+
+@dataclass
+class ToolTiming:
+    notes: int
+    source: str
+    tool: str
+    first_ms: float
+    progress_events: int
+    warm_median_ms: float
+    warm_p95_ms: float
+    warm_calls: int
+    errors: int
+    hit_rate: float | None = None  # planted gold found (vault_semantic_query only)
+
+
+@dataclass
+class SourceRun:
+    notes: int
+    source: str
+    connect_ms: float  # start the server process and initialise the session
+    tools: list[ToolTiming]
+    missing: list[str]
+
+
+async def time_tools(
+    session: Session,
+    notes: int,
+    source: str,
+    probes: Sequence[Probe],
+    calls: int,
+    budget_seconds: float,
+) -> tuple[list[ToolTiming], list[str]]:
+    listed = await tool_names(session)
+    ids: list[str] = []
+    timings: list[ToolTiming] = []
+    for tool, make_args in TOOLS.items():
+        if tool not in listed:
+            continue
+        args = make_args(probes[0], ids)
+        if args is None:
+            continue
+        first = await session.call(tool, args, progress=True)
+        errors = int(first.is_error)
+        warm: list[float] = []
+        hits: list[bool] = []
+        spent = 0.0
+        for index in range(1, calls + 1):
+            probe = probes[index % len(probes)]
+            args = make_args(probe, ids)
+            if args is None or (spent > budget_seconds and len(warm) >= 3):
+                break
+            result = await session.call(tool, args)
+            spent += result.seconds
+            warm.append(1000 * result.seconds)
+            errors += int(result.is_error)
+            if tool == SEMANTIC and len(hits) < len(probes):
+                hits.append(is_hit(result.text, [probe.planted.gold]))
+            if tool == "vault_remember":
+                ids += _REMEMBERED.findall(result.text)
+        timings.append(
+            ToolTiming(
+                notes,
+                source,
+                tool,
+                1000 * first.seconds,
+                first.progress,
+                median(warm),
+                percentile(warm, 95),
+                len(warm),
+                errors,
+                100 * sum(hits) / len(hits) if hits else None,
+            )
+        )
+    return timings, [tool for tool in TOOLS if tool not in listed]
+
+
+async def _source_run(
+    env: dict[str, str],
+    notes: int,
+    source: str,
+    probes: Sequence[Probe],
+    calls: int,
+    budget_seconds: float,
+) -> SourceRun:
+    started = time.perf_counter()
+    async with stdio_session(env) as session:
+        await tool_names(session)
+        connect_ms = 1000 * (time.perf_counter() - started)
+        timings, missing = await time_tools(session, notes, source, probes, calls, budget_seconds)
+    semantic = next((t for t in timings if t.tool == SEMANTIC), None)
+    print(
+        f"  {notes:,} notes, {source}: {len(timings)} tools"
+        + (
+            f"; {SEMANTIC} first {semantic.first_ms:,.0f} ms, warm median "
+            f"{semantic.warm_median_ms:,.0f} ms"
+            if semantic
+            else ""
+        ),
+        flush=True,
+    )
+    return SourceRun(notes, source, connect_ms, timings, missing)
+
+
+async def scale(
+    sizes: Sequence[int], work: Path, calls: int, budget_seconds: float
+) -> list[SourceRun]:
+    runs: list[SourceRun] = []
+    for notes in sizes:
+        out = work / f"gen-{notes}"
+        started = time.perf_counter()
+        planted = generate(out, notes)
+        vault = out / "vault"
+        picker = KeywordPicker(vault)
+        probes = [Probe(p, picker.pick(p.question), n) for n, p in enumerate(planted)]
+        print(
+            f"  generated {notes:,} notes ({len(planted)} planted) in "
+            f"{time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder")
+        runs.append(await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds))
+        async with StandinProcess(
+            vault,
+            plugin_version="5.1.0",
+            smart="upstream",
+            query_vectors=out / "query_vectors.jsonl",
+            startup_timeout=300,
+        ) as standin:
+            env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
+            runs.append(await _source_run(env, notes, "stand-in", probes, calls, budget_seconds))
+        shutil.rmtree(out)
+    return runs
+
+
+@dataclass
+class MemoryRow:
+    entries: int
+    source: str
+    operation: str
+    median_ms: float
+    p95_ms: float
+
+
+async def memory(sizes: Sequence[int], runs: int) -> list[MemoryRow]:
+    rows: list[MemoryRow] = []
+    for entries in sizes:
+        started = time.perf_counter()
+        found = await memory_bench.run(entries, runs)
+        rows += [MemoryRow(entries, *row) for row in found]
+        print(f"  memory at {entries:,} entries: {time.perf_counter() - started:.0f} s", flush=True)
+    return rows
+
+
+@dataclass
+class Overhead:
+    rounds: int
+    note: str
+    raw_median_ms: float
+    tool_median_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.tool_median_ms / self.raw_median_ms
+
+
+async def overhead(work: Path, rounds: int) -> Overhead:
+    vault = work / "overhead-vault"
+    shutil.copytree(FIXTURE_VAULT, vault)
+    async with StandinProcess(vault, plugin_version="5.1.0") as standin:
+        raw, tool = await read_overhead.measure(standin, work / "overhead-config", rounds)
+    return Overhead(rounds, read_overhead.NOTE, 1000 * raw, 1000 * tool)

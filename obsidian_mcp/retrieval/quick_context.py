@@ -1,0 +1,161 @@
+# pyright: strict
+"""An extractive overview of a topic: which notes hold it, who and what they link to,
+which tags run through them, and a few key passages. Nothing is invented: counts and
+lists are labelled `summary`, quotes are labelled `passage`."""
+
+import posixpath
+from collections import Counter
+from dataclasses import dataclass
+
+from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.retrieval.corpus import ProgressCallback
+from obsidian_mcp.retrieval.links import is_attachment_target
+from obsidian_mcp.retrieval.packing import FileContext, PassageHit, shorten
+from obsidian_mcp.retrieval.search import Retriever, file_context, focus_window, passage_hit
+from obsidian_mcp.text.tokens import estimate_tokens
+
+# Passages read to build the overview; more than a search shows, fewer than a note holds.
+_DEPTH = 15
+_MAIN_FILES = 5
+_ENTITIES = 8
+_THEMES = 8
+_PREVIEWS = 3
+_PREVIEW_CHARS = 240
+# Folder names and tags that mark a note as a character, person, place or thing.
+ENTITY_MARKERS = frozenset(
+    {
+        "character", "characters", "people", "person", "npc", "npcs", "companion",
+        "place", "places", "location", "locations", "faction", "factions", "item",
+        "items", "creature", "creatures", "god", "gods", "deity",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    path: str
+    name: str
+    kind: str
+    mentions: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuickContext:
+    topic: str
+    source: str
+    passages_found: int
+    files_found: int
+    main_files: tuple[FileContext, ...]
+    entities: tuple[Entity, ...]
+    themes: tuple[tuple[str, int], ...]
+    previews: tuple[PassageHit, ...]
+    max_tokens: int
+
+
+def entity_kind(path: str, tags: tuple[str, ...]) -> str | None:
+    """What kind of entity a note is, by its folders or tags; None for other notes."""
+    for part in reversed(path.lower().split("/")[:-1]):
+        if part in ENTITY_MARKERS:
+            return part
+    for tag in tags:
+        for piece in tag.lower().split("/"):
+            if piece in ENTITY_MARKERS:
+                return piece
+    return None
+
+
+async def quick_context(
+    retriever: Retriever,
+    topic: str,
+    *,
+    max_tokens: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> QuickContext:
+    if not topic.strip():
+        raise InvalidArgument("topic is empty; name a person, place, event or idea.")
+    budget = max_tokens or retriever.settings.max_tokens
+    answer, ranked, total = await retriever.ranked_passages(topic, folder="", progress=progress)
+    corpus = retriever.corpus
+    retriever.links.refresh(corpus)
+    resolver = retriever.links.resolver
+    weighted = retriever.weighted_terms(topic)
+
+    top = ranked[0][1] if ranked else 1.0
+    hits: list[PassageHit] = []
+    for chunk_id, score in ranked[:_DEPTH]:
+        chunk = corpus.chunk(chunk_id)
+        record = corpus.record(chunk.path)
+        if record is not None:
+            start, end = focus_window(record, chunk, weighted)
+            hits.append(passage_hit(record, start, end, round(score / top, 2)))
+
+    files = list(dict.fromkeys(hit.path for hit in hits))
+    records = [r for r in (corpus.record(path) for path in files) if r is not None]
+    themes: Counter[str] = Counter(tag for record in records for tag in record.parsed.tags)
+
+    mentions: Counter[str] = Counter()
+    for hit in hits:
+        record = corpus.record(hit.path)
+        if record is None:
+            continue
+        for link in record.parsed.links:
+            if hit.start <= link.start < hit.end and not is_attachment_target(link.target):
+                target = resolver.resolve(link.target, hit.path)
+                if target is not None and target != hit.path:
+                    mentions[target] += 1
+    for record in records:  # a hit note that is itself an entity counts too
+        mentions[record.path] += 1
+    entities: list[Entity] = []
+    for path, count in mentions.most_common():
+        record = corpus.record(path)
+        kind = entity_kind(path, record.parsed.tags) if record is not None else None
+        if record is not None and kind is not None:
+            entities.append(Entity(path, record.parsed.title, kind, count))
+        if len(entities) >= _ENTITIES:
+            break
+
+    previews: list[PassageHit] = []
+    for hit in hits:
+        if len(previews) >= _PREVIEWS:
+            break
+        if any(p.path == hit.path for p in previews):
+            continue
+        short = shorten(hit, _PREVIEW_CHARS)
+        if short is not None:
+            previews.append(short)
+
+    main = [file_context(record) for record in records[:_MAIN_FILES]]
+    # Budget: drop the least important parts first until the estimate fits.
+    while previews and _estimate(main, entities, previews, themes) > budget:
+        previews.pop()
+    while len(main) > 1 and _estimate(main, entities, previews, themes) > budget:
+        main.pop()
+    return QuickContext(
+        topic=topic,
+        source=answer.source,
+        passages_found=total,
+        files_found=len({corpus.chunk(c).path for c, _ in ranked}),
+        main_files=tuple(main),
+        entities=tuple(entities),
+        themes=tuple(themes.most_common(_THEMES)),
+        previews=tuple(previews),
+        max_tokens=budget,
+    )
+
+
+def _estimate(
+    main: list[FileContext],
+    entities: list[Entity],
+    previews: list[PassageHit],
+    themes: Counter[str],
+) -> int:
+    """A generous estimate of the rendered overview, for the budget."""
+    text = " ".join(
+        [
+            *(f"{c.path} {c.title} {c.gist} {' '.join(c.tags)} 0000 tokens" for c in main),
+            *(f"{e.name} {e.kind} {posixpath.basename(e.path)} 00" for e in entities),
+            *(f"{p.path} {' > '.join(p.section)} {p.text} passage" for p in previews),
+            *(f"#{tag} 00" for tag in themes),
+        ]
+    )
+    return estimate_tokens(text) + 60 + 8 * (len(main) + len(entities) + len(previews))

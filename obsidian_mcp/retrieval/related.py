@@ -1,0 +1,204 @@
+# pyright: strict
+"""A note's neighbourhood: what it links to, what links to it, and similar notes that are
+not linked yet, each with the reason (the sentence holding the link, shared tags and
+links, or the passage that matches)."""
+
+import posixpath
+from collections import Counter
+from dataclasses import dataclass
+
+from obsidian_mcp.errors import NoteNotFound, VaultError
+from obsidian_mcp.paths import normalize_vault_path
+from obsidian_mcp.retrieval.corpus import NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.links import is_attachment_target
+from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.retrieval.semantic import normalise_hits
+from obsidian_mcp.text.snippets import snippet_around
+
+# Characters of the sentence quoted to show why a link is there.
+WHY_CHARS = 160
+# Distinctive terms of a note that stand in for it as a keyword query.
+_PROFILE_TERMS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """One related note. `path` is None for a link to a note that does not exist."""
+
+    path: str | None
+    name: str
+    why: str
+    # "passage" when `why` quotes the note, "summary" when this server wrote it.
+    why_label: str
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    path: str
+    title: str
+    outlinks: tuple[Neighbour, ...]
+    backlinks: tuple[Neighbour, ...]
+    similar: tuple[Neighbour, ...]
+    similar_source: str
+    total_outlinks: int
+    total_backlinks: int
+    attachments: int
+
+
+def _quote(record: NoteRecord, start: int, end: int) -> str:
+    return snippet_around(record.parsed.content, start, end, WHY_CHARS).text
+
+
+def _shared(a: NoteRecord, b: NoteRecord, retriever: Retriever) -> str:
+    """Why two notes belong together, from what they share."""
+    tags = sorted(set(a.parsed.tags) & set(b.parsed.tags), key=str.lower)
+    resolver = retriever.links.resolver
+
+    def targets(record: NoteRecord) -> set[str]:
+        resolved = (resolver.resolve(link.target, record.path) for link in record.parsed.links)
+        return {path for path in resolved if path is not None and path != record.path}
+
+    links = sorted(targets(a) & targets(b))
+    reasons: list[str] = []
+    if tags:
+        reasons.append("shared tags " + ", ".join("#" + t for t in tags[:4]))
+    if links:
+        names = ", ".join(posixpath.basename(p).removesuffix(".md") for p in links[:4])
+        reasons.append("both link to " + names)
+    return "; ".join(reasons)
+
+
+async def _resolve_note(retriever: Retriever, raw_path: str) -> NoteRecord:
+    path = normalize_vault_path(raw_path)
+    for candidate in (path, path + ".md"):
+        record = retriever.corpus.record(candidate)
+        if record is not None:
+            return record
+    raise NoteNotFound(path, await retriever.vault.closest_paths(path))
+
+
+def _profile_terms(retriever: Retriever, record: NoteRecord) -> list[str]:
+    """The note as a keyword query: its name and tags, then its most distinctive terms."""
+    counts: Counter[str] = Counter()
+    for chunk in record.chunks:
+        counts.update(retriever.corpus.chunk_terms(chunk.id))
+    index = retriever.corpus.index
+    distinctive = sorted(counts, key=lambda t: -counts[t] * index.idf(t))[:_PROFILE_TERMS]
+    return [*record.label_terms, *distinctive]
+
+
+async def _similar(
+    retriever: Retriever, record: NoteRecord, exclude: set[str], limit: int
+) -> tuple[list[Neighbour], str]:
+    rest = retriever.vault.rest
+    route = retriever.settings.related_route
+    if rest is not None and route:
+        try:
+            hits = normalise_hits(await rest.post_json(route, {"path": record.path}))
+        except VaultError:
+            hits = []
+        found = [
+            Neighbour(h.path, posixpath.basename(h.path), h.text or "", "passage", h.score)
+            for h in hits
+            if h.path not in exclude and retriever.corpus.record(h.path) is not None
+        ]
+        if found:
+            return found[:limit], f"custom route {route}"
+    env = retriever.semantic.smart_env
+    vectors = await env.vectors() if env is not None else None
+    row = vectors.note_row(record.path) if vectors is not None else None
+    if vectors is not None and row is not None:
+        neighbours: list[Neighbour] = []
+        nearest = vectors.nearest(vectors.matrix[row], limit=limit + len(exclude) + 1, blocks=False)
+        for other_row, score in nearest:
+            other = retriever.corpus.record(vectors.items[other_row].path)
+            if other is None or other.path in exclude:
+                continue
+            why = _shared(record, other, retriever) or "similar meaning (stored vectors)"
+            neighbours.append(Neighbour(other.path, other.parsed.title, why, "summary", score))
+        return neighbours[:limit], "stored Smart Connections vectors"
+    scores = retriever.corpus.scores(_profile_terms(retriever, record))
+    best: dict[str, tuple[float, int]] = {}
+    for chunk_id, score in scores.items():
+        path = retriever.corpus.chunk(chunk_id).path
+        if path not in exclude and score > best.get(path, (0.0, 0))[0]:
+            best[path] = (score, chunk_id)
+    ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
+    top = ranked[0][1][0] if ranked else 1.0
+    neighbours = []
+    for path, (score, chunk_id) in ranked:
+        other = retriever.corpus.record(path)
+        if other is None:
+            continue
+        shared = _shared(record, other, retriever)
+        chunk = retriever.corpus.chunk(chunk_id)
+        why, label = (
+            (shared, "summary")
+            if shared
+            else (
+                _quote(other, chunk.start, chunk.start),
+                "passage",
+            )
+        )
+        neighbours.append(Neighbour(path, other.parsed.title, why, label, round(score / top, 2)))
+    return neighbours, "keywords (the note's name, tags and most distinctive words)"
+
+
+async def find_related(
+    retriever: Retriever, raw_path: str, *, limit: int, progress: ProgressCallback | None = None
+) -> Related:
+    corpus = retriever.corpus
+    await corpus.sync(read_all=True, progress=progress)
+    record = await _resolve_note(retriever, raw_path)
+    retriever.links.refresh(corpus)
+    resolver = retriever.links.resolver
+
+    outlinks: dict[str, Neighbour] = {}
+    attachments = 0
+    for link in record.parsed.links:
+        if is_attachment_target(link.target):
+            attachments += 1
+            continue
+        path = resolver.resolve(link.target, record.path)
+        if path == record.path:
+            continue
+        key = path or link.target
+        if key not in outlinks:
+            outlinks[key] = Neighbour(
+                path, link.target, _quote(record, link.start, link.end), "passage"
+            )
+
+    backlinks: dict[str, Neighbour] = {}
+    if record.backlinks is not None:
+        # Obsidian's own backlinks (REST 4.0+); the sentence comes from our copy.
+        sites = {site.source: site for site in retriever.links.backlinks(record.path)}
+        for source in record.backlinks:
+            site = sites.get(source)
+            linking = corpus.record(source)
+            why = _quote(linking, site.start, site.end) if site and linking else ""
+            backlinks[source] = Neighbour(source, source, why, "passage")
+    else:
+        for site in retriever.links.backlinks(record.path):
+            linking = corpus.record(site.source)
+            if site.source not in backlinks and linking is not None:
+                backlinks[site.source] = Neighbour(
+                    site.source,
+                    linking.parsed.title,
+                    _quote(linking, site.start, site.end),
+                    "passage",
+                )
+
+    linked = {record.path, *backlinks, *(n.path for n in outlinks.values() if n.path)}
+    similar, source = await _similar(retriever, record, linked, limit)
+    return Related(
+        path=record.path,
+        title=record.parsed.title,
+        outlinks=tuple(list(outlinks.values())[:limit]),
+        backlinks=tuple(list(backlinks.values())[:limit]),
+        similar=tuple(similar),
+        similar_source=source,
+        total_outlinks=len(outlinks),
+        total_backlinks=len(backlinks),
+        attachments=attachments,
+    )

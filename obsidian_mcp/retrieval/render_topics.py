@@ -1,0 +1,135 @@
+# pyright: strict
+"""Find-related and quick-context results as markdown or JSON, in the conventions of
+`render`: quotes labelled `passage`, what this server derived labelled `summary`."""
+
+from typing import Any
+
+from obsidian_mcp.retrieval.quick_context import QuickContext
+from obsidian_mcp.retrieval.related import Neighbour, Related
+from obsidian_mcp.retrieval.render import (
+    SOURCE_LABELS,
+    passage_block,
+    passage_data,
+    quote,
+    read_call,
+)
+
+# -- find related ------------------------------------------------------------------------
+
+
+def _neighbour_line(neighbour: Neighbour, concise: bool) -> str:
+    where = neighbour.path if neighbour.path is not None else f"{neighbour.name} (no such note)"
+    score = f" · score {neighbour.score:.2f}" if neighbour.score is not None else ""
+    if concise or not neighbour.why:
+        return f"- {where}{score}"
+    return f"- {where}{score} · {neighbour.why_label}: {neighbour.why}"
+
+
+def format_related(related: Related, *, concise: bool = False) -> str:
+    lines = [f"# {related.path} ({related.title})"]
+    sections = (
+        ("links to", related.outlinks, related.total_outlinks),
+        ("linked from", related.backlinks, related.total_backlinks),
+    )
+    for name, neighbours, total in sections:
+        more = f", showing {len(neighbours)}" if total > len(neighbours) else ""
+        lines.append(f"## {name} ({total}{more})")
+        lines.extend(_neighbour_line(n, concise) for n in neighbours)
+    if related.attachments:
+        lines.append(f"({related.attachments} links to attachments not listed)")
+    lines.append(f"## similar, not linked (by {related.similar_source})")
+    lines.extend(_neighbour_line(n, concise) for n in related.similar)
+    if not related.similar:
+        lines.append("- none found")
+    lines.append(f"next: {read_call(related.path, ())} or vault_find_related(path=<one of these>)")
+    return "\n".join(lines)
+
+
+def _neighbour_data(neighbour: Neighbour, concise: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {"path": neighbour.path, "name": neighbour.name}
+    if neighbour.score is not None:
+        data["score"] = neighbour.score
+    if not concise:
+        data["why"] = neighbour.why
+        data["why_label"] = neighbour.why_label
+    return data
+
+
+def related_data(related: Related, *, concise: bool = False) -> dict[str, Any]:
+    return {
+        "path": related.path,
+        "title": related.title,
+        "outlinks": [_neighbour_data(n, concise) for n in related.outlinks],
+        "total_outlinks": related.total_outlinks,
+        "backlinks": [_neighbour_data(n, concise) for n in related.backlinks],
+        "total_backlinks": related.total_backlinks,
+        "similar": [_neighbour_data(n, concise) for n in related.similar],
+        "similar_source": related.similar_source,
+        "attachment_links": related.attachments,
+    }
+
+
+# -- quick context -----------------------------------------------------------------------
+
+
+def _quick_next(context: QuickContext) -> str:
+    calls = [f"vault_semantic_query(query={quote(context.topic)})"]
+    if context.main_files:
+        calls.append(f"vault_find_related(path={quote(context.main_files[0].path)})")
+    return " or ".join(calls)
+
+
+def format_quick_context(context: QuickContext) -> str:
+    label = SOURCE_LABELS.get(context.source, context.source)
+    lines = [
+        f"# {context.topic}",
+        f"summary: found in {context.passages_found} passages across {context.files_found} "
+        f"notes ({label}).",
+    ]
+    if context.main_files:
+        lines.append("## main notes")
+        for file in context.main_files:
+            tags = " " + " ".join("#" + t for t in file.tags[:4]) if file.tags else ""
+            gist = f" · summary: {file.gist}" if file.gist else ""
+            lines.append(f"- {file.path} ({file.tokens:,} tokens){tags}{gist}")
+    if context.entities:
+        lines.append("## people, places and things linked from the passages (summary)")
+        lines.extend(
+            f"- {e.name} ({e.kind}, {e.mentions} mentions) · {e.path}" for e in context.entities
+        )
+    if context.themes:
+        themes = ", ".join(f"#{tag} ({count})" for tag, count in context.themes)
+        lines.append(f"## themes (tags of the main notes, summary)\n{themes}")
+    if context.previews:
+        lines.append("## key passages")
+        lines.extend(passage_block(hit) for hit in context.previews)
+    if not context.main_files:
+        lines.append("Nothing in the vault matches this topic; try other words.")
+    lines.append(f"next: {_quick_next(context)}")
+    return "\n".join(lines)
+
+
+def quick_context_data(context: QuickContext) -> dict[str, Any]:
+    return {
+        "topic": context.topic,
+        "source": context.source,
+        "passages_found": context.passages_found,
+        "files_found": context.files_found,
+        "main_files": [
+            {
+                "path": f.path,
+                "title": f.title,
+                "summary": f.gist,
+                "tags": list(f.tags),
+                "tokens": f.tokens,
+            }
+            for f in context.main_files
+        ],
+        "entities": [
+            {"path": e.path, "name": e.name, "kind": e.kind, "mentions": e.mentions}
+            for e in context.entities
+        ],
+        "themes": [{"tag": tag, "count": count} for tag, count in context.themes],
+        "key_passages": [passage_data(hit, False) for hit in context.previews],
+        "next": _quick_next(context),
+    }

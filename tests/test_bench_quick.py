@@ -1,0 +1,106 @@
+"""The benchmark harness end to end: a few questions and a tiny generated vault.
+
+These tests check that the harness produces figures. They do not check the figures
+against targets: that is the job of ``python -m bench.retrieval_bench``.
+"""
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from bench import retrieval_bench
+from bench.generate_vault import generate
+from bench.harness import (
+    FIXTURE_VAULT,
+    KeywordPicker,
+    Question,
+    is_hit,
+    load_questions,
+    markdown_table,
+    percentile,
+)
+from obsidian_mcp.config import Settings
+from obsidian_mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def one_per_category(categories: tuple[str, ...]) -> list[Question]:
+    questions = load_questions()
+    return [next(q for q in questions if q.category == c) for c in categories]
+
+
+async def has_semantic_tool(vault: Path, config_dir: Path) -> bool:
+    settings = Settings.model_validate({"vault_path": vault, "config_dir": config_dir})
+    async with Client(build_server(settings)) as client:
+        tools = (await client.list_tools()).tools
+    return any(tool.name == retrieval_bench.SEMANTIC_TOOL for tool in tools)
+
+
+def test_hit_tolerates_whitespace_and_markdown_but_not_case() -> None:
+    response = "**Mira** keeps the [[Tide-Compass|compass]]\n  under her pillow."
+    assert is_hit(response, ["Mira keeps the compass under her pillow"])
+    assert is_hit(response, ["Mira** keeps the [[Tide-Compass|compass]] under"])
+    assert not is_hit(response, ["mira keeps"])
+    assert not is_hit(response, ["Mira keeps", "nowhere in the response"])
+    assert not is_hit("Mira keeps the … pillow", ["Mira keeps the compass"])
+
+
+def test_percentile_and_table() -> None:
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile([5], 90) == 5
+    table = markdown_table(["a", "b"], [[1, 2.0]])
+    assert table.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2.0 |"]
+
+
+def test_keywords_are_rare_known_words_names_first() -> None:
+    picker = KeywordPicker(FIXTURE_VAULT)
+    assert picker.pick("What kind of boat is the Slow Mercy?") == "slow mercy"
+    assert picker.pick("zzzqx") == "zzzqx"
+
+
+def test_generated_vault_is_deterministic(tmp_path: Path) -> None:
+    first = generate(tmp_path / "a", 60)
+    second = generate(tmp_path / "b", 60)
+    assert first == second
+    assert len(first) == 5
+    files_a = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    files_b = sorted(
+        p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file()
+    )
+    assert files_a == files_b
+    for rel in files_a:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+    for planted in first:
+        note = (tmp_path / "a" / "vault" / planted.path).read_text("utf-8")
+        assert planted.gold in note
+
+
+async def test_quality_run_produces_figures(tmp_path: Path) -> None:
+    questions = one_per_category(("exact-keyword", "two-file", "folder-scoped"))
+    results = await retrieval_bench.quality(questions, tmp_path)
+    expected = {"drill-down", "simple+note"}
+    if await has_semantic_tool(FIXTURE_VAULT, tmp_path / "config"):
+        expected |= {"semantic", "keyword", "folder+vectors"}
+    assert set(results) == expected
+    for name, outcomes in results.items():
+        assert [o.question for o in outcomes] == [q.id for q in questions], name
+        assert all(not o.error and o.tokens > 0 and o.calls >= 1 for o in outcomes), name
+    report, data = retrieval_bench.quality_report(results)
+    assert set(data["summary"]) == expected
+    assert all(f"| {name} |" in report for name in expected)
+
+
+async def test_scale_run_on_a_tiny_vault(tmp_path: Path) -> None:
+    rows = await retrieval_bench.scale([50], tmp_path, calls=3)
+    if not await has_semantic_tool(FIXTURE_VAULT, tmp_path / "config"):
+        assert rows == []
+        return
+    assert [(r.notes, r.source) for r in rows] == [(50, "folder"), (50, "stand-in")]
+    for row in rows:
+        assert row.cold_seconds > 0 and row.warm_median_ms > 0 and row.warm_p95_ms > 0
+    assert rows[1].raw_median_ms is not None
+    assert "| 50 | folder |" in retrieval_bench.scale_report(rows)

@@ -1,0 +1,76 @@
+"""The command line as a user runs it: call, doctor and trust, as real subprocesses."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from obsidian_mcp.doctor import fingerprint
+from tests.conftest import REPO_ROOT
+from tests.standin.process import StandinProcess
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
+    return subprocess.run(
+        [sys.executable, "-m", "obsidian_mcp", *args],
+        cwd=REPO_ROOT,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def standin_env(process: StandinProcess, config_dir: Path, **extra: str) -> dict[str, str]:
+    return {
+        "OBSIDIAN_API_KEY": process.api_key,
+        "OBSIDIAN_PORT": str(process.port),
+        "OBSIDIAN_CONFIG_DIR": str(config_dir),
+        **extra,
+    }
+
+
+def test_call_prints_what_the_model_sees(shared_vault: Path) -> None:
+    done = run_cli("call", "--vault", str(shared_vault), "vault_tree", "depth=1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("vault root: 95 notes")
+    failed = run_cli("call", "--vault", str(shared_vault), "vault_read_note", "path=nope.md")
+    assert failed.returncode == 1
+    assert "No note at 'nope.md'" in failed.stdout
+    malformed = run_cli("call", "--vault", str(shared_vault), "vault_tree", "depth")
+    assert malformed.returncode != 0
+    assert "expected key=value" in malformed.stderr
+
+
+def test_trust_stores_the_certificate_and_doctor_then_passes(
+    standin: StandinProcess, tmp_path: Path
+) -> None:
+    env = standin_env(standin, tmp_path)
+    untrusted = run_cli("doctor", env=env)
+    assert untrusted.returncode == 1
+    assert "[FAIL] certificate trusted" in untrusted.stdout
+    assert "obsidian-mcp trust" in untrusted.stdout
+
+    trusted = run_cli("trust", env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    expected = fingerprint(Path(standin.cert).read_text())
+    assert f"SHA-256 fingerprint: {expected}" in trusted.stdout
+    assert (tmp_path / "obsidian-local-rest-api.pem").is_file()
+
+    healthy = run_cli("doctor", env=env)
+    assert healthy.returncode == 0, healthy.stdout
+    for check in ("Obsidian reachable", "certificate trusted", "plugin version", "API key"):
+        assert f"[ok  ] {check}" in healthy.stdout
+    assert standin.plugin_version in healthy.stdout
+    assert standin.api_key not in healthy.stdout + healthy.stderr
+
+
+def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_path: Path) -> None:
+    env = standin_env(standin, tmp_path, OBSIDIAN_API_KEY="not-the-key", OBSIDIAN_CERT=standin.cert)
+    done = run_cli("doctor", env=env)
+    assert done.returncode == 1
+    assert "[FAIL] API key accepted" in done.stdout
+    assert "Settings > Local REST API" in done.stdout
+    assert "not-the-key" not in done.stdout + done.stderr

@@ -1,0 +1,362 @@
+"""Unit tests of the retrieval core: terms, BM25, fusion, packing, stored vectors,
+custom-route shapes, exact matching, link resolution and the corpus cache."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from obsidian_mcp.retrieval.corpus import PASSAGE_CHARS, Corpus, passage_spans
+from obsidian_mcp.retrieval.exact import file_score, parse_needles
+from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
+from obsidian_mcp.retrieval.keyword import Bm25Index, fold, terms
+from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
+from obsidian_mcp.retrieval.packing import PassageHit, pack, shorten
+from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
+from obsidian_mcp.retrieval.smart_env import (
+    load_vectors,
+    model_key,
+    parse_ajson,
+    split_block_key,
+)
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.text.markdown import parse_note
+from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.vault import Vault
+
+# -- terms and BM25 ----------------------------------------------------------------------
+
+
+def test_fold_removes_case_and_accents() -> None:
+    assert fold("Élodie Brûlé") == "elodie brule"
+    assert fold("Æsa Þórdóttir") == "aesa thordottir"
+
+
+def test_terms_drop_stopwords_and_stem_plurals() -> None:
+    assert terms("What are the fears of the lamplighters?") == ["fear", "lamplighter"]
+
+
+def index_of(docs: dict[int, str]) -> Bm25Index:
+    index = Bm25Index()
+    for doc, text in docs.items():
+        index.add(doc, terms(text))
+    return index
+
+
+def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
+    index = index_of(
+        {
+            1: "the goat is named Tax Assessor",
+            2: "the ship carries a goat and a cargo of oil",
+            3: "the ship sails at dawn",
+        }
+    )
+    scores = index.scores([("goat", 1.0), ("named", 1.0)])
+    assert set(scores) == {1, 2}
+    assert scores[1] > scores[2]
+
+
+def test_bm25_remove_forgets_a_document() -> None:
+    index = index_of({1: "eels in the archive", 2: "lamps on the quay"})
+    index.remove(1, terms("eels in the archive"))
+    assert len(index) == 1
+    assert index.scores([("eel", 1.0)]) == {}
+    index.add(1, terms("more eels"))
+    assert set(index.scores([("eel", 1.0)])) == {1}
+
+
+def test_bm25_variants_join_word_forms() -> None:
+    index = index_of({1: "Apprentices are taken at fourteen", 2: "a journeyman's wage"})
+    expanded = dict(index.expand(["apprenticeship"]))
+    assert "apprentice" in expanded
+    assert expanded["apprentice"] < expanded["apprenticeship"]
+    assert set(index.scores(index.expand(["apprenticeship"]))) == {1}
+
+
+def test_bm25_scores_only_touch_postings() -> None:
+    index = index_of({n: f"note number {n} about lamps" for n in range(200)})
+    index.add(999, terms("the sluice keys"))
+    assert set(index.scores([("sluice", 1.0)])) == {999}
+
+
+# -- fusion ------------------------------------------------------------------------------
+
+
+def test_rrf_rewards_agreement_and_weights() -> None:
+    fused = reciprocal_rank_fusion([(["a", "b", "c"], 1.0), (["c", "a", "d"], 1.0)])
+    assert max(fused, key=fused.__getitem__) == "a"
+    assert fused["c"] > fused["b"]
+    weighted = reciprocal_rank_fusion([(["a", "b"], 1.0), (["b", "a"], 3.0)])
+    assert weighted["b"] > weighted["a"]
+
+
+def test_rrf_counts_a_repeated_item_once_per_ranking() -> None:
+    fused = reciprocal_rank_fusion([(["a", "a", "b"], 1.0)])
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 63)
+
+
+# -- packing -----------------------------------------------------------------------------
+
+
+def hit(path: str, text: str, start: int = 0) -> PassageHit:
+    return PassageHit(path, ("Heading",), start, start + len(text), text, 1.0, False, False)
+
+
+def simple_cost(passage: PassageHit) -> int:
+    return estimate_tokens(passage.text) + 10
+
+
+SENTENCES = "The lamp was lit at dusk. " * 20
+
+
+def test_pack_respects_limit_and_budget() -> None:
+    hits = [hit(f"n{i}.md", SENTENCES.strip()) for i in range(10)]
+    packing = pack(hits, limit=3, budget=10_000, passage_cost=simple_cost, group_cost=lambda p: 5)
+    assert len(packing.chosen) == 3
+    tight = pack(hits, limit=10, budget=400, passage_cost=simple_cost, group_cost=lambda p: 5)
+    assert tight.tokens <= 400
+    assert tight.over_budget
+
+
+def test_pack_shortens_at_sentence_boundaries_only() -> None:
+    long = hit("a.md", SENTENCES.strip())
+    packing = pack([long], limit=5, budget=80, passage_cost=simple_cost, group_cost=lambda p: 5)
+    (chosen,) = packing.chosen
+    assert chosen.text.endswith("dusk.")
+    assert chosen.cut_after
+    assert len(chosen.text) < len(long.text)
+
+
+def test_shorten_refuses_a_useless_stub() -> None:
+    one_sentence = hit("a.md", "A single long sentence " * 20 + "ends here.")
+    assert shorten(one_sentence, 100) is None
+
+
+def test_pack_skips_what_does_not_fit_and_takes_a_smaller_one() -> None:
+    big = hit("a.md", "x" * 2000)  # one unbreakable "sentence"
+    small = hit("b.md", "Short and sweet.")
+    packing = pack([big, small], limit=5, budget=100, passage_cost=simple_cost,
+                   group_cost=lambda p: 5)
+    assert [p.path for p in packing.chosen] == ["b.md"]
+    assert [p.path for p in packing.over_budget] == ["a.md"]
+
+
+# -- passages of a note ------------------------------------------------------------------
+
+
+def test_passages_stay_within_sections_and_size() -> None:
+    body = "\n\n".join(f"Sentence number {i} is here. Another one follows." for i in range(30))
+    content = f"# Title\n\nIntro.\n\n## Long\n\n{body}\n\n## Short\n\nJust this.\n"
+    parsed = parse_note("n.md", content)
+    spans = passage_spans(parsed)
+    for section_index, start, end in spans:
+        section = parsed.sections[section_index]
+        assert section.body_start <= start < end <= section.end
+        assert end - start <= PASSAGE_CHARS
+    assert any(content[s:e] == "Just this." for _, s, e in spans)
+
+
+# -- stored vectors (.smart-env) ---------------------------------------------------------
+
+
+def test_parse_ajson_later_lines_win_and_null_deletes() -> None:
+    text = "\n".join(
+        [
+            '"smart_sources:a.md": {"path": "a.md", "v": 1},',
+            '"smart_sources:b.md": {"path": "b.md"},',
+            '"smart_sources:a.md": {"path": "a.md", "v": 2},',
+            '"smart_sources:b.md": null,',
+            '"smart_sources:c.md": {"torn',
+        ]
+    )
+    items = parse_ajson(text)
+    assert items == {"smart_sources:a.md": {"path": "a.md", "v": 2}}
+
+
+def test_split_block_key() -> None:
+    assert split_block_key("Notes/A.md#Top##Sub") == ("Notes/A.md", ("Top", "Sub"))
+    assert split_block_key("A.md#Top#Sub") == ("A.md", ("Top", "Sub"))
+    assert split_block_key("A.md#Top#{2}") == ("A.md", ("Top",))
+    assert split_block_key("A.md") == ("A.md", ())
+
+
+def write_env(root: Path, settings: dict[str, object] | None, lines: list[str]) -> Path:
+    env = root / ".smart-env"
+    (env / "multi").mkdir(parents=True)
+    if settings is not None:
+        (env / "smart_env.json").write_text(json.dumps(settings))
+    (env / "multi" / "a_md.ajson").write_text("\n".join(lines))
+    return env
+
+
+def entry(collection: str, key: str, vec: list[float], model: str = "m", **extra: object) -> str:
+    data = {"embeddings": {model: {"vec": vec}}, **extra}
+    return f'"{collection}:{key}": {json.dumps(data)},'
+
+
+def test_model_key_from_settings_or_the_only_model(tmp_path: Path) -> None:
+    settings = {"smart_sources": {"embed_model": {"adapter": "t", "t": {"model_key": "x/y"}}}}
+    env = write_env(tmp_path / "one", settings, [])
+    assert model_key(env, {}) == "x/y"
+    env = write_env(tmp_path / "two", None, [])
+    items = parse_ajson(entry("smart_sources", "a.md", [1.0, 0.0], model="only"))
+    assert model_key(env, items) == "only"
+
+
+def test_load_vectors_notes_blocks_and_lookup(tmp_path: Path) -> None:
+    env = write_env(
+        tmp_path,
+        None,
+        [
+            entry("smart_sources", "a.md", [1.0, 0.0, 0.0]),
+            entry("smart_blocks", "a.md#Top", [0.0, 1.0, 0.0], lines=[1, 10]),
+            entry("smart_blocks", "a.md#Top##Sub", [0.0, 0.0, 2.0], lines=[5, 10]),
+            entry("smart_sources", "b.md", [0.9, 0.1, 0.0]),
+            '"smart_blocks:gone.md#X": null,',
+        ],
+    )
+    vectors = load_vectors(env)
+    assert vectors is not None
+    assert vectors.model == "m"
+    assert np.allclose(np.linalg.norm(vectors.matrix, axis=1), 1.0)
+    sub = vectors.row_for_line("a.md", 6)
+    assert sub is not None and vectors.items[sub].headings == ("Top", "Sub")
+    top = vectors.row_for_line("a.md", 2)
+    assert top is not None and vectors.items[top].headings == ("Top",)
+    note = vectors.note_row("a.md")
+    assert note is not None
+    nearest = vectors.nearest(vectors.matrix[note], limit=5, blocks=False)
+    assert [vectors.items[row].path for row, _ in nearest] == ["a.md", "b.md"]
+
+
+def test_prf_ranks_blocks_near_the_seed_passages(tmp_path: Path) -> None:
+    env = write_env(
+        tmp_path,
+        None,
+        [
+            entry("smart_blocks", "a.md#Eels", [1.0, 0.0], lines=[1, 5]),
+            entry("smart_blocks", "b.md#Eels again", [0.9, 0.2], lines=[1, 5]),
+            entry("smart_blocks", "c.md#Lamps", [0.0, 1.0], lines=[1, 5]),
+        ],
+    )
+    vectors = load_vectors(env)
+    assert vectors is not None
+    hits = prf_hits(vectors, [Seed("a.md", 2, 1.0)], limit=2, folder="")
+    assert [h.path for h in hits] == ["a.md", "b.md"]
+    assert hits[1].headings == ("Eels again",)
+    assert hits[1].lines == (1, 5)
+
+
+# -- custom route shapes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [{"path": "A/Note.md#Top#Sub", "score": 0.8, "text": "t"}],
+        {"results": [{"filename": "A/Note.md#Top#Sub", "similarity": 0.8, "content": "t"}]},
+        {"hits": [{"key": "A/Note#Top#Sub", "relevance": 0.8, "snippet": "t"}]},
+    ],
+)
+def test_normalise_hits_common_shapes(body: object) -> None:
+    (found,) = normalise_hits(body)
+    assert found.path == "A/Note.md"
+    assert found.headings == ("Top", "Sub")
+    assert found.score == pytest.approx(0.8)
+    assert found.text == "t"
+
+
+def test_normalise_hits_drops_junk() -> None:
+    assert normalise_hits({"error": "nope"}) == []
+    assert normalise_hits([{"score": 1}, 7, None]) == []
+    assert [h.path for h in normalise_hits(["A.md"])] == ["A.md"]
+
+
+# -- exact search ------------------------------------------------------------------------
+
+
+def test_parse_needles_phrases_and_words() -> None:
+    needles = parse_needles('"sluice keys" Tomas tomas "unclosed')
+    assert needles.texts == ("sluice keys", "Tomas", "unclosed")
+    text = "Tomas held the sluice\nkeys."
+    assert needles.counts(text) == [1, 1, 0]
+    assert not needles.all_in(text)
+    assert needles.spans(text)[0] == (0, 5)
+
+
+def test_file_score_names_count_double_and_repeats_diminish() -> None:
+    assert file_score([1], [True]) > file_score([3], [False])
+    assert file_score([50], [False]) < file_score([1, 1], [False, False]) * 4
+
+
+# -- links -------------------------------------------------------------------------------
+
+
+def test_link_resolver_follows_obsidian_rules() -> None:
+    resolver = LinkResolver(["Characters/Rook.md", "Places/Rook.md", "Lore/Gods/Hael.md"])
+    assert resolver.resolve("Hael", "Sessions/S1.md") == "Lore/Gods/Hael.md"
+    assert resolver.resolve("Rook", "Places/Vellmouth.md") == "Places/Rook.md"
+    assert resolver.resolve("Characters/Rook", "x.md") == "Characters/Rook.md"
+    assert resolver.resolve("rook.md", "Characters/Other.md") == "Characters/Rook.md"
+    assert resolver.resolve("Nobody", "x.md") is None
+    assert resolver.resolve("#Heading", "x.md") == "x.md"
+
+
+def test_backlink_map_skips_attachments_and_self_links() -> None:
+    resolver = LinkResolver(["a.md", "b.md"])
+    backlinks = backlink_map(
+        resolver, [("a.md", [("b", 0, 5), ("a", 6, 9), ("map.png", 10, 20)]), ("b.md", [])]
+    )
+    assert list(backlinks) == ["b.md"]
+    assert backlinks["b.md"][0].source == "a.md"
+    assert is_attachment_target("Attachments/map.png")
+    assert not is_attachment_target("Old Tomas (the ferryman)")
+
+
+# -- the corpus cache --------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nThe lamp was lit.\n")
+    (tmp_path / "b.md").write_text("# B\n\nThe eels were fed.\n")
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)))
+    await corpus.sync(read_all=True)
+    assert set(corpus.paths) == {"a.md", "b.md"}
+    before_b = corpus.record("b.md")
+
+    (tmp_path / "a.md").write_text("# A\n\nThe lamp went out in the storm.\n")
+    stat = (tmp_path / "a.md").stat()
+    os.utime(tmp_path / "a.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000))
+    (tmp_path / "c.md").write_text("# C\n\nNew note about storms.\n")
+    (tmp_path / "b.md").unlink()
+    await corpus.sync(read_all=True)
+
+    assert set(corpus.paths) == {"a.md", "c.md"}
+    assert corpus.record("b.md") is None and before_b is not None
+    record = corpus.record("a.md")
+    assert record is not None and "storm" in record.parsed.content
+    found = {corpus.chunk(c).path for c in corpus.scores(terms("storm"))}
+    assert found == {"a.md", "c.md"}
+    assert corpus.scores(terms("eels")) == {}
+
+
+@pytest.mark.anyio
+async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
+    for n in range(30):
+        (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)))
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total))
+
+    await corpus.sync(read_all=True, progress=progress)
+    assert seen[0] == (0, 30) and seen[-1] == (30, 30)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    seen.clear()
+    await corpus.sync(read_all=True, progress=progress)
+    assert seen == []  # warm: nothing to read, nothing to report
