@@ -1,14 +1,14 @@
 """The benchmark report in one command.
 
     python -m bench --full      # the report: all questions, 1,000 to 10,000 notes,
-                                # memory at 1,000 to 100,000 entries (~10 min here)
+                                # memory at 1,000 to 100,000 entries
     python -m bench --quick     # a handful of questions, a 200-note vault (CI, ~1 min)
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
-and the peer ``mcp-obsidian`` from PyPI (installed on first run into
-``<cache>/peer-venv``). Writes ``REPORT.md`` and its PNG charts into ``--out`` (default
-``bench/``), and every figure as JSON into ``--cache`` (default ``bench/out/``).
+and the peer ``mcp-obsidian`` from PyPI (installed on first use into ``--peer-venv``,
+default ``bench/out/peer-venv``). Writes ``REPORT.md`` and its PNG charts into ``--out``
+(default ``bench/``) and every figure as JSON into ``--cache`` (default ``bench/out/``).
 Children's stderr (the stand-in's request log, the servers' logs) goes to
 ``<cache>/bench-stderr.log`` unless ``--verbose``.
 """
@@ -117,8 +117,8 @@ def stderr_to(log: Path | None) -> Iterator[None]:
             os.close(saved)
 
 
-async def measure(plan: Plan, cache: Path, work: Path) -> dict[str, Any]:
-    peer = ensure_peer(cache / "peer-venv")
+async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[str, Any]:
+    peer = ensure_peer(peer_venv)
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
     found = await economy.economy(questions, work / "economy", peer, cache / "peer-stderr.log")
@@ -167,7 +167,13 @@ def parser() -> argparse.ArgumentParser:
         "--cache",
         type=Path,
         default=OUT_DIR,
-        help="peer venv, logs and results JSON (default bench/out/)",
+        help="logs and results JSON (default bench/out/)",
+    )
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=OUT_DIR / "peer-venv",
+        help="the peer's own environment, made on first use (default bench/out/peer-venv/)",
     )
     parser.add_argument("--verbose", action="store_true", help="leave children's stderr on")
     return parser
@@ -181,7 +187,7 @@ def main(argv: list[str] | None = None) -> Path:
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        results = anyio.run(measure, plan, args.cache, Path(work))
+        results = anyio.run(measure, plan, args.cache, args.peer_venv, Path(work))
     results |= {
         "mode": plan.mode,
         "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),

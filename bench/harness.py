@@ -261,9 +261,10 @@ class Session:
 
 
 @asynccontextmanager
-async def stdio_session(env: dict[str, str]) -> AsyncIterator[Session]:
-    """The server as a stdio subprocess, driven by the SDK's client."""
-    async with Client(stdio_params(env), read_timeout_seconds=300) as client:
+async def stdio_session(env: dict[str, str], timeout: float = 300) -> AsyncIterator[Session]:
+    """The server as a stdio subprocess, driven by the SDK's client; a call taking longer
+    than ``timeout`` seconds raises."""
+    async with Client(stdio_params(env), read_timeout_seconds=timeout) as client:
         yield Session(client)
 
 

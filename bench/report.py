@@ -122,7 +122,8 @@ def _scale_targets(scale: Sequence[dict[str, Any]]) -> list[Target]:
     targets.append(
         Target(
             "3.4",
-            f"cold first query with progress notifications ({biggest or 0:,} notes)",
+            "cold first query with progress notifications"
+            + (f" ({biggest:,} notes)" if biggest else ""),
             "> 0 progress events",
             ", ".join(f"{row['progress_events']} events" for row in cold) or "not run",
             all(row["progress_events"] > 0 for row in cold) if cold else None,
@@ -228,28 +229,36 @@ def economy_chart(strategies: Sequence[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
-    for row in strategies:
-        tokens = max(row["median_tokens"], 1) if not math.isnan(row["median_tokens"]) else 1
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
+    colours = plt.get_cmap("tab10")
+    for index, row in enumerate(strategies):
+        tokens = 1.0 if math.isnan(row["median_tokens"]) else max(row["median_tokens"], 1.0)
         ours = row["name"] not in ("drill-down", "peer")
         ax.scatter(
             tokens,
             row["hit"],
-            s=80,
+            s=90,
             marker="o" if ours else "s",
-            color="tab:blue" if ours else "tab:red",
+            color=colours(index % 10),
+            label=row["name"] + ("" if ours else " (baseline)"),
             zorder=3,
         )
-        ax.annotate(
-            row["name"], (tokens, row["hit"]), textcoords="offset points", xytext=(6, 4), fontsize=9
-        )
     ax.set_xscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:,.0f}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("median tokens to the answer (characters / 4, log scale)")
     ax.set_ylabel("questions answered (%)")
     ax.set_ylim(-5, 105)
     ax.grid(True, which="both", alpha=0.3)
-    ax.set_title("Context economy: tokens against hit rate (blue: this server)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    ax.set_title(
+        "Context economy: tokens against hit rate\n"
+        "(circles: this server's tools; squares: baselines)"
+    )
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -470,18 +479,18 @@ def _scale_section(results: dict[str, Any]) -> str:
         if missing:
             parts += ["", "Not in the server yet: " + ", ".join(missing) + "."]
     semantic = _semantic_rows(scale)
-    parts += [
-        "",
-        "Planted-question hit rate of `vault_semantic_query` (warm calls): "
-        + ", ".join(
-            f"{notes:,} {source} {_num(row['hit_rate'], '%')}"
-            for (notes, source), row in sorted(semantic.items())
-        )
-        + ". The generated vectors are hashed bags of words, not a language model's: "
-        "they load and rank like real ones, but say little about semantic quality.",
-        "",
-        f"![warm latency against vault size]({SCALE_CHART})",
-    ]
+    if semantic:
+        parts += [
+            "",
+            "Planted-question hit rate of `vault_semantic_query` (warm calls): "
+            + ", ".join(
+                f"{notes:,} {source} {_num(row['hit_rate'], '%')}"
+                for (notes, source), row in sorted(semantic.items())
+            )
+            + ". The generated vectors are hashed bags of words, not a language model's: "
+            "they load and rank like real ones, but say little about semantic quality.",
+        ]
+    parts += ["", f"![warm latency against vault size]({SCALE_CHART})"]
     return "\n".join(parts)
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -71,6 +72,7 @@ STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+not
 BASELINES = ("drill-down", "simple+note")
 DEFAULT_SIZES = (1000, 5000, 10000)
 WARM_CALLS = 30
+COLD_TIMEOUT = 300.0  # seconds a first query may take before the source counts as failed
 MAX_MAP_CALLS = 4  # a drill-down descends through at most this many folder levels
 
 
@@ -380,34 +382,52 @@ def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, An
 class ScaleRow:
     notes: int
     source: str
-    cold_seconds: float
-    progress_events: int
-    warm_median_ms: float
-    warm_p95_ms: float
-    hit_rate: float
-    raw_median_ms: float | None = None  # the stand-in's /search/smart alone
+    cold_seconds: float = math.nan
+    progress_events: int = 0
+    warm_median_ms: float = math.nan
+    warm_p95_ms: float = math.nan
+    hit_rate: float = math.nan
+    raw_median_ms: float = math.nan  # the stand-in's /search/smart alone
+    error: str = ""
 
 
-async def _timed_queries(
-    session: Session, questions: Sequence[Question], calls: int
-) -> tuple[float, int, list[float], float]:
-    first = await session.call(SEMANTIC_TOOL, {"query": questions[0].question}, progress=True)
-    warm: list[float] = []
-    hits = 0
-    for index in range(calls):
-        question = questions[index % len(questions)]
-        result = await session.call(SEMANTIC_TOOL, {"query": question.question})
-        warm.append(1000 * result.seconds)
-        if index < len(questions):
-            hits += is_hit(result.text, question.gold)
-    return first.seconds, first.progress, warm, 100 * hits / min(calls, len(questions))
+async def _measure(
+    row: ScaleRow, env: dict[str, str], questions: Sequence[Question], calls: int
+) -> ScaleRow:
+    """Cold first query (with progress), then ``calls`` warm ones cycling the questions."""
+    try:
+        async with stdio_session(env, timeout=COLD_TIMEOUT) as session:
+            first = await session.call(
+                SEMANTIC_TOOL, {"query": questions[0].question}, progress=True
+            )
+            row.cold_seconds, row.progress_events = first.seconds, first.progress
+            warm: list[float] = []
+            hits = 0
+            for index in range(calls):
+                question = questions[index % len(questions)]
+                result = await session.call(SEMANTIC_TOOL, {"query": question.question})
+                warm.append(1000 * result.seconds)
+                if index < len(questions):
+                    hits += is_hit(result.text, question.gold)
+    except Exception as exc:  # a timed-out source must not hide the other's figures
+        row.error = f"{type(exc).__name__}: {exc}"[:200]
+        print(f"  {row.notes} {row.source}: failed ({row.error})", flush=True)
+        return row
+    row.warm_median_ms, row.warm_p95_ms = median(warm), percentile(warm, 95)
+    row.hit_rate = 100 * hits / min(calls, len(questions))
+    print(
+        f"  {row.notes} {row.source}: cold {row.cold_seconds:.2f}s, "
+        f"warm median {row.warm_median_ms:.0f} ms",
+        flush=True,
+    )
+    return row
 
 
 async def _raw_smart_ms(
     standin: StandinProcess, questions: Sequence[Question], calls: int
 ) -> float:
     times: list[float] = []
-    async with standin.async_client(timeout=120) as http:
+    async with standin.async_client(timeout=COLD_TIMEOUT) as http:
         for index in range(calls):
             body = json.dumps({"query": questions[index % len(questions)].question})
             started = time.perf_counter()
@@ -421,22 +441,20 @@ async def _raw_smart_ms(
 
 async def scale(sizes: Sequence[int], work: Path, calls: int) -> list[ScaleRow]:
     rows: list[ScaleRow] = []
+    config_dir = work / "config"
     for notes in sizes:
         out = work / f"gen-{notes}"
         started = time.perf_counter()
         generate(out, notes)
         print(f"  generated {notes} notes in {time.perf_counter() - started:.1f}s", flush=True)
         questions = load_questions(out / "planted.jsonl")
-        vault, config_dir = out / "vault", work / "config"
-        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
-            if SEMANTIC_TOOL not in await tool_names(folder):
+        vault = out / "vault"
+        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as probe:
+            if SEMANTIC_TOOL not in await tool_names(probe):
                 print(f"  the server has no {SEMANTIC_TOOL} yet: scale run skipped")
                 return rows
-            cold, events, warm, hit_rate = await _timed_queries(folder, questions, calls)
-        rows.append(
-            ScaleRow(notes, "folder", cold, events, median(warm), percentile(warm, 95), hit_rate)
-        )
-        print(f"  {notes} folder: cold {cold:.2f}s, warm median {median(warm):.0f} ms", flush=True)
+        env = server_env(vault=vault, config_dir=config_dir)
+        rows.append(await _measure(ScaleRow(notes, "folder"), env, questions, calls))
         async with StandinProcess(
             vault,
             plugin_version="5.1.0",
@@ -445,45 +463,43 @@ async def scale(sizes: Sequence[int], work: Path, calls: int) -> list[ScaleRow]:
             startup_timeout=120,
         ) as standin:
             env = server_env(standin=standin, config_dir=config_dir)
-            async with stdio_session(env) as rest:
-                cold, events, warm, hit_rate = await _timed_queries(rest, questions, calls)
-            raw = await _raw_smart_ms(standin, questions, min(calls, 10))
-        rows.append(
-            ScaleRow(
-                notes, "stand-in", cold, events, median(warm), percentile(warm, 95), hit_rate, raw
-            )
-        )
-        print(
-            f"  {notes} stand-in: cold {cold:.2f}s, warm median {median(warm):.0f} ms "
-            f"(raw /search/smart {raw:.0f} ms)",
-            flush=True,
-        )
+            row = await _measure(ScaleRow(notes, "stand-in"), env, questions, calls)
+            row.raw_median_ms = await _raw_smart_ms(standin, questions, min(calls, 10))
+            rows.append(row)
+        print(f"  {notes} raw /search/smart median {row.raw_median_ms:.0f} ms", flush=True)
         shutil.rmtree(out)
     return rows
 
 
+def _fmt(value: float, suffix: str = "", digits: int = 0) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}{suffix}"
+
+
 def scale_report(rows: Sequence[ScaleRow]) -> str:
+    headers = [
+        "notes",
+        "source",
+        "cold first query s",
+        "progress events",
+        "warm median ms",
+        "warm p95 ms",
+        "planted hit rate",
+        "raw /search/smart median ms",
+        "error",
+    ]
     table = markdown_table(
-        [
-            "notes",
-            "source",
-            "cold first query s",
-            "progress events",
-            "warm median ms",
-            "warm p95 ms",
-            "planted hit rate",
-            "raw /search/smart median ms",
-        ],
+        headers,
         [
             [
                 r.notes,
                 r.source,
-                f"{r.cold_seconds:.2f}",
+                _fmt(r.cold_seconds, digits=2),
                 r.progress_events,
-                f"{r.warm_median_ms:.0f}",
-                f"{r.warm_p95_ms:.0f}",
-                f"{r.hit_rate:.0f}%",
-                "" if r.raw_median_ms is None else f"{r.raw_median_ms:.0f}",
+                _fmt(r.warm_median_ms),
+                _fmt(r.warm_p95_ms),
+                _fmt(r.hit_rate, "%"),
+                _fmt(r.raw_median_ms),
+                r.error,
             ]
             for r in rows
         ],
@@ -493,11 +509,11 @@ def scale_report(rows: Sequence[ScaleRow]) -> str:
         mine = sorted((r for r in rows if r.source == source), key=lambda r: r.notes)
         if len(mine) >= 2:
             small, big = mine[0], mine[-1]
+            warm = _fmt(big.warm_median_ms / small.warm_median_ms, digits=1)
+            cold = _fmt(big.cold_seconds / small.cold_seconds, digits=1)
             parts.append(
-                f"\n{source}: warm median x{big.warm_median_ms / small.warm_median_ms:.1f}"
-                f" and cold x{big.cold_seconds / small.cold_seconds:.1f} from "
-                f"{small.notes:,} to {big.notes:,} notes (target at 10,000: warm "
-                "median <= 200 ms)."
+                f"\n{source}: warm median x{warm} and cold x{cold} from {small.notes:,} to "
+                f"{big.notes:,} notes (target at 10,000: warm median <= 200 ms)."
             )
     return "\n".join(parts)
 

@@ -101,6 +101,7 @@ async def test_scale_run_on_a_tiny_vault(tmp_path: Path) -> None:
         return
     assert [(r.notes, r.source) for r in rows] == [(50, "folder"), (50, "stand-in")]
     for row in rows:
+        assert not row.error
         assert row.cold_seconds > 0 and row.warm_median_ms > 0 and row.warm_p95_ms > 0
-    assert rows[1].raw_median_ms is not None
+    assert rows[1].raw_median_ms > 0
     assert "| 50 | folder |" in retrieval_bench.scale_report(rows)

@@ -138,8 +138,9 @@ def test_shorten_refuses_a_useless_stub() -> None:
 def test_pack_skips_what_does_not_fit_and_takes_a_smaller_one() -> None:
     big = hit("a.md", "x" * 2000)  # one unbreakable "sentence"
     small = hit("b.md", "Short and sweet.")
-    packing = pack([big, small], limit=5, budget=100, passage_cost=simple_cost,
-                   group_cost=lambda p: 5)
+    packing = pack(
+        [big, small], limit=5, budget=100, passage_cost=simple_cost, group_cost=lambda p: 5
+    )
     assert [p.path for p in packing.chosen] == ["b.md"]
     assert [p.path for p in packing.over_budget] == ["a.md"]
 
@@ -183,7 +184,7 @@ def test_split_block_key() -> None:
     assert split_block_key("A.md") == ("A.md", ())
 
 
-def write_env(root: Path, settings: dict[str, object] | None, lines: list[str]) -> Path:
+def write_env(root: Path, settings: object, lines: list[str]) -> Path:
     env = root / ".smart-env"
     (env / "multi").mkdir(parents=True)
     if settings is not None:

@@ -11,29 +11,15 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.server import MCPServer
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import AppState
-from obsidian_mcp.server.search_tools import register_search_tools
 from obsidian_mcp.text.tokens import estimate_tokens
+from tests.conftest import rest_settings
 from tests.standin.process import StandinProcess
+from tests.test_read_tools import text_of
 
 ProgressEvents = list[tuple[float, float | None, str | None]]
-
-
-async def server_for(settings: Settings) -> MCPServer[AppState]:
-    server = build_server(settings)
-    # Until build_server registers the search tools itself.
-    if "vault_semantic_query" not in {tool.name for tool in await server.list_tools()}:
-        register_search_tools(server)
-    return server
-
-
-def text_of(result: object) -> str:
-    content = getattr(result, "content")  # noqa: B009
-    return "".join(getattr(block, "text", "") for block in content)
 
 
 async def call(client: Client, tool: str, **args: object) -> str:
@@ -45,7 +31,7 @@ async def call(client: Client, tool: str, **args: object) -> str:
 @pytest.fixture
 async def folder_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Client]:
     settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
-    async with Client(await server_for(settings), raise_exceptions=True) as client:
+    async with Client(build_server(settings), raise_exceptions=True) as client:
         yield client
 
 
@@ -53,14 +39,12 @@ async def folder_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Clien
 async def keyword_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Client]:
     shutil.rmtree(vault_copy / ".smart-env")
     settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
-    async with Client(await server_for(settings), raise_exceptions=True) as client:
+    async with Client(build_server(settings), raise_exceptions=True) as client:
         yield client
 
 
 @pytest.fixture(scope="module", params=[("5.1.0", "upstream"), ("5.1.0", "fork"), ("3.2.0", "off")])
-def standin(
-    request: pytest.FixtureRequest, shared_vault: Path
-) -> Iterator[StandinProcess]:
+def standin(request: pytest.FixtureRequest, shared_vault: Path) -> Iterator[StandinProcess]:
     """Plugin 5.x with the mcp-tools /search/smart extension (original and fork), and
     3.x without any semantic route."""
     version, smart = request.param
@@ -72,26 +56,20 @@ def has_smart_search(standin: StandinProcess) -> bool:
     return standin.plugin_version.startswith("5")
 
 
-def rest_settings(standin: StandinProcess, tmp_path: Path) -> Settings:
-    return Settings(
-        api_key=standin.api_key,
-        port=standin.port,
-        cert=Path(standin.cert),
-        config_dir=tmp_path / "config",
-    )
-
-
 @pytest.fixture
 async def rest_client(standin: StandinProcess, tmp_path: Path) -> AsyncIterator[Client]:
     async with Client(
-        await server_for(rest_settings(standin, tmp_path)), raise_exceptions=True
+        build_server(rest_settings(standin, tmp_path)), raise_exceptions=True
     ) as client:
         yield client
 
 
 def group_paths(markdown: str) -> list[str]:
-    return [line[3:].split(" · ")[0].split(" (")[0] for line in markdown.splitlines()
-            if line.startswith("## ")]
+    return [
+        line[3:].split(" · ")[0].split(" (")[0]
+        for line in markdown.splitlines()
+        if line.startswith("## ")
+    ]
 
 
 # -- tool surface ------------------------------------------------------------------------
@@ -100,8 +78,12 @@ def group_paths(markdown: str) -> list[str]:
 @pytest.mark.anyio
 async def test_tools_are_listed_read_only_with_guidance(folder_client: Client) -> None:
     tools = {tool.name: tool for tool in (await folder_client.list_tools()).tools}
-    for name in ("vault_semantic_query", "vault_smart_search", "vault_find_related",
-                 "vault_quick_context"):
+    for name in (
+        "vault_semantic_query",
+        "vault_smart_search",
+        "vault_find_related",
+        "vault_quick_context",
+    ):
         tool = tools[name]
         assert tool.annotations is not None and tool.annotations.read_only_hint
         assert tool.description and len(tool.description) > 100
@@ -129,16 +111,18 @@ async def test_semantic_query_groups_passages_within_budget(folder_client: Clien
 
 @pytest.mark.anyio
 async def test_keyword_only_says_lexical_fallback(keyword_client: Client) -> None:
-    text = await call(keyword_client, "vault_semantic_query",
-                      query="What does Æsa keep her reading-salt in?")
+    text = await call(
+        keyword_client, "vault_semantic_query", query="What does Æsa keep her reading-salt in?"
+    )
     assert "lexical-fallback" in text.splitlines()[0]
     assert "walrus-ivory box" in text
 
 
 @pytest.mark.anyio
 async def test_budget_and_limit_are_respected(folder_client: Client) -> None:
-    text = await call(folder_client, "vault_semantic_query", query="Mira lamp sea Rook",
-                      limit=50, max_tokens=300)
+    text = await call(
+        folder_client, "vault_semantic_query", query="Mira lamp sea Rook", limit=50, max_tokens=300
+    )
     assert estimate_tokens(text) <= 300
     assert "left out to stay within max_tokens=300" in text or "showing" in text
     few = await call(folder_client, "vault_semantic_query", query="Mira", limit=2)
@@ -149,8 +133,7 @@ async def test_budget_and_limit_are_respected(folder_client: Client) -> None:
 async def test_json_has_the_same_passages(folder_client: Client) -> None:
     query = "Who replaces Rook in the novel?"
     markdown = await call(folder_client, "vault_semantic_query", query=query)
-    data = json.loads(await call(folder_client, "vault_semantic_query", query=query,
-                                 format="json"))
+    data = json.loads(await call(folder_client, "vault_semantic_query", query=query, format="json"))
     assert [group["path"] for group in data["groups"]] == group_paths(markdown)
     assert data["source"] == "smart-env-prf"
     for group in data["groups"]:
@@ -169,12 +152,26 @@ async def test_concise_gives_paths_and_scores_only(folder_client: Client) -> Non
 
 @pytest.mark.anyio
 async def test_folder_scopes_results(folder_client: Client) -> None:
-    data = json.loads(await call(folder_client, "vault_semantic_query", query="Mira lamps",
-                                 folder="Writing", format="json"))
+    data = json.loads(
+        await call(
+            folder_client,
+            "vault_semantic_query",
+            query="Mira lamps",
+            folder="Writing",
+            format="json",
+        )
+    )
     assert data["groups"]
     assert all(group["path"].startswith("Writing/") for group in data["groups"])
-    exact = json.loads(await call(folder_client, "vault_smart_search", query="Mira",
-                                  folder="Characters/Companion", format="json"))
+    exact = json.loads(
+        await call(
+            folder_client,
+            "vault_smart_search",
+            query="Mira",
+            folder="Characters/Companion",
+            format="json",
+        )
+    )
     assert all(g["path"].startswith("Characters/Companion/") for g in exact["groups"])
 
 
@@ -182,29 +179,34 @@ async def test_folder_scopes_results(folder_client: Client) -> None:
 async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> None:
     events: ProgressEvents = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        events.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        events.append((progress, total, message))
 
     settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
-    async with Client(await server_for(settings), raise_exceptions=True) as client:
-        await client.call_tool("vault_semantic_query", {"query": "eels"},
-                               progress_callback=on_progress)
+    async with Client(build_server(settings), raise_exceptions=True) as client:
+        await client.call_tool(
+            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+        )
         assert events and events[-1][0] == events[-1][1]
         events.clear()
-        await client.call_tool("vault_semantic_query", {"query": "eels"},
-                               progress_callback=on_progress)
+        await client.call_tool(
+            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+        )
         assert events == []  # warm: nothing re-read
 
 
 @pytest.mark.anyio
-async def test_a_changed_note_is_never_served_stale(folder_client: Client,
-                                                    vault_copy: Path) -> None:
+async def test_a_changed_note_is_never_served_stale(
+    folder_client: Client, vault_copy: Path
+) -> None:
     query = "What colour is the weathervane on the Tallow House?"
     before = await call(folder_client, "vault_semantic_query", query=query)
     assert "zinnober-striped" not in before
     note = vault_copy / "Places" / "The Tallow House.md"
-    note.write_text(note.read_text() + "\n\n## Roof\n\nThe weathervane is zinnober-striped "
-                    "and shaped like a herring.\n")
+    note.write_text(
+        note.read_text() + "\n\n## Roof\n\nThe weathervane is zinnober-striped "
+        "and shaped like a herring.\n"
+    )
     stat = note.stat()
     os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
     after = await call(folder_client, "vault_semantic_query", query=query)
@@ -237,8 +239,9 @@ async def test_find_related_lists_links_backlinks_and_similar(folder_client: Cli
     text = await call(folder_client, "vault_find_related", path="Characters/Kettle.md")
     assert "## links to" in text and "## linked from" in text and "## similar" in text
     assert "Kettle's Mother (no such note)" in text
-    data = json.loads(await call(folder_client, "vault_find_related",
-                                 path="Characters/Kettle", format="json"))
+    data = json.loads(
+        await call(folder_client, "vault_find_related", path="Characters/Kettle", format="json")
+    )
     assert any(link["path"] is None for link in data["outlinks"])
     assert any(b["path"] == "Characters/Hobb Marrow.md" for b in data["backlinks"])
     linked = {n["path"] for n in data["outlinks"] + data["backlinks"]}
@@ -255,14 +258,16 @@ async def test_find_related_unknown_note_suggests(folder_client: Client) -> None
 
 @pytest.mark.anyio
 async def test_quick_context_is_labelled_and_bounded(folder_client: Client) -> None:
-    text = await call(folder_client, "vault_quick_context",
-                      topic="the Drowning of Caddow Reach", max_tokens=700)
+    text = await call(
+        folder_client, "vault_quick_context", topic="the Drowning of Caddow Reach", max_tokens=700
+    )
     assert estimate_tokens(text) <= 700 + 50
     assert "## main notes" in text
     assert "summary" in text and "· passage" in text
     assert "next: vault_semantic_query(" in text
-    data = json.loads(await call(folder_client, "vault_quick_context",
-                                 topic="Caddow Reach", format="json"))
+    data = json.loads(
+        await call(folder_client, "vault_quick_context", topic="Caddow Reach", format="json")
+    )
     assert data["main_files"] and data["themes"]
     assert len(data["key_passages"]) <= 3
 
@@ -271,10 +276,10 @@ async def test_quick_context_is_labelled_and_bounded(folder_client: Client) -> N
 
 
 @pytest.mark.anyio
-async def test_rest_source_label_and_passages(rest_client: Client,
-                                              standin: StandinProcess) -> None:
-    text = await call(rest_client, "vault_semantic_query",
-                      query="What does Æsa keep her reading-salt in?")
+async def test_rest_source_label_and_passages(rest_client: Client, standin: StandinProcess) -> None:
+    text = await call(
+        rest_client, "vault_semantic_query", query="What does Æsa keep her reading-salt in?"
+    )
     first = text.splitlines()[0]
     if has_smart_search(standin):
         assert "/search/smart" in first
@@ -292,34 +297,41 @@ async def test_rest_smart_search_uses_simple_search(rest_client: Client) -> None
 
 
 @pytest.mark.anyio
-async def test_rest_edit_is_seen_by_the_next_query(rest_client: Client,
-                                                   standin: StandinProcess) -> None:
+async def test_rest_edit_is_seen_by_the_next_query(
+    rest_client: Client, standin: StandinProcess
+) -> None:
     path = f"Inbox/Staleness {standin.plugin_version}.md"
     query = "Which bird pecked the harbourmaster's quarterdeck clock?"
     with standin.client() as http:
-        http.put(f"/vault/{path}", content="# Clock\n\nA cormorant pecked the clock.\n",
-                 headers={"Content-Type": "text/markdown"}).raise_for_status()
+        http.put(
+            f"/vault/{path}",
+            content="# Clock\n\nA cormorant pecked the clock.\n",
+            headers={"Content-Type": "text/markdown"},
+        ).raise_for_status()
         first = await call(rest_client, "vault_semantic_query", query=query, folder="Inbox")
         assert "cormorant" in first
-        http.put(f"/vault/{path}", content="# Clock\n\nA heron pecked the clock at noon.\n",
-                 headers={"Content-Type": "text/markdown"}).raise_for_status()
+        http.put(
+            f"/vault/{path}",
+            content="# Clock\n\nA heron pecked the clock at noon.\n",
+            headers={"Content-Type": "text/markdown"},
+        ).raise_for_status()
         second = await call(rest_client, "vault_semantic_query", query=query, folder="Inbox")
         assert "heron" in second and "cormorant" not in second
         http.delete(f"/vault/{path}").raise_for_status()
 
 
 @pytest.mark.anyio
-async def test_rest_cold_query_reports_progress(standin: StandinProcess,
-                                                tmp_path: Path) -> None:
+async def test_rest_cold_query_reports_progress(standin: StandinProcess, tmp_path: Path) -> None:
     events: ProgressEvents = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        events.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        events.append((progress, total, message))
 
-    server = await server_for(rest_settings(standin, tmp_path))
+    server = build_server(rest_settings(standin, tmp_path))
     async with Client(server, raise_exceptions=True) as client:
-        await client.call_tool("vault_semantic_query", {"query": "eels"},
-                               progress_callback=on_progress)
+        await client.call_tool(
+            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+        )
     assert events and events[-1][0] == events[-1][1]
     assert "notes" in (events[-1][2] or "")
 

@@ -11,6 +11,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.server.app import AppState, StateRef, app_lifespan
 from obsidian_mcp.server.memory_tools import MEMORY_GUIDE, register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
+from obsidian_mcp.server.search_tools import register_search_tools
 from obsidian_mcp.server.status import register_status_resource
 
 INSTRUCTIONS = f"""\
@@ -54,6 +55,7 @@ def build_server(
         lifespan=lifespan,
     )
     register_read_tools(mcp)
+    register_search_tools(mcp)
     register_memory_tools(mcp)
     register_status_resource(mcp, state_ref)
     return mcp

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from json.encoder import encode_basestring as _encode_str  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as encode_string  # type: ignore[attr-defined]
 
 _ASTRAL_RE = re.compile(r"[\U00010000-\U0010FFFF]")
 _LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
@@ -58,7 +58,7 @@ def _pretty(value: object, indent: str, out: list[str]) -> bool:
     ``out`` at nesting ``indent``; False when a value needs the stdlib path."""
     kind = type(value)
     if kind is str:
-        out.append(_encode_str(value))
+        out.append(encode_string(value))
     elif kind is dict:
         if not value:
             out.append("{}")
@@ -69,11 +69,11 @@ def _pretty(value: object, indent: str, out: list[str]) -> bool:
             if type(key) is not str:
                 return False
             out.append(sep)
-            out.append(_encode_str(key))
+            out.append(encode_string(key))
             out.append(": ")
             t = type(item)
             if t is str:
-                out.append(_encode_str(item))
+                out.append(encode_string(item))
             elif t is int:
                 out.append(int.__repr__(item))
             elif not _pretty(item, inner, out):
@@ -89,7 +89,7 @@ def _pretty(value: object, indent: str, out: list[str]) -> bool:
         for item in value:  # type: ignore[attr-defined]
             out.append(sep)
             if type(item) is str:
-                out.append(_encode_str(item))
+                out.append(encode_string(item))
             elif not _pretty(item, inner, out):
                 return False
             sep = ",\n" + inner

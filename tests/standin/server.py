@@ -46,6 +46,7 @@ import threading
 import time
 import traceback
 import urllib.parse
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
@@ -55,9 +56,9 @@ from typing import Any
 
 from . import jsonlogic
 from .certs import CERT_NAME, CertificateFiles
-from .jsstring import dumps
+from .jsstring import dumps, encode_string, finish, pretty
 from .smart import SmartEnv
-from .vault import FileEntry, Vault
+from .vault import FileEntry, LinkGraph, Snapshot, Vault
 from .versions import Features, parse_version
 
 OBSIDIAN_API_VERSION = "1.13.1"
@@ -316,6 +317,9 @@ class Plugin:
         self.state = state
         self.f = state.features
         self.vault = state.vault
+        #: Recent JsonLogic and simple-search answers by (kind, snapshot generation, query).
+        self._responses: OrderedDict[tuple[Any, ...], Response] = OrderedDict()
+        self._responses_lock = threading.Lock()
 
     def authenticated(self, req: Request) -> bool:
         return req.headers.get("Authorization") == f"Bearer {self.state.config.api_key}"
@@ -496,7 +500,7 @@ class Plugin:
         entry = self.vault.stat(folder) if folder else None
         if entry is not None:
             return self._serve_file(req, entry)
-        if folder == "" or any(p.startswith(folder + "/") for p in self.vault.scan()):
+        if folder == "" or self.vault.has_folder(folder):
             return self._listing(folder)
         segments = folder.split("/")
         for i in range(1, len(segments) - 1):
@@ -523,7 +527,7 @@ class Plugin:
         quoted = urllib.parse.quote(entry.path, safe=_ENCODE_URI_SAFE).replace(",", "%2C", 1)
         disposition = {"Content-Disposition": f'attachment; filename="{quoted}"'}
         if accept == NOTE_JSON:
-            graph = self.vault.link_graph(self.vault.scan()) if self.f.links else None
+            graph = self.vault.link_graph() if self.f.links else None
             note = self.vault.note_json(entry, graph=graph, unresolved=self.f.v5, content=None)
             response = json_response(note, content_type=NOTE_JSON)
             response.headers.update(disposition)
@@ -555,9 +559,16 @@ class Plugin:
         length = parse_int_js(raw_length if isinstance(raw_length, str) else None)
         if length is None and self.f.search_fixes:
             length = 100
-        results = self.vault.simple_search(query, length, with_filename=self.f.search_fixes)
+        snap = self.vault.snapshot()
+        key = ("simple", snap.generation, query, length)
+        cached = self._recall(key)
+        if cached is not None:
+            return cached
+        results = self.vault.simple_search(
+            query, length, with_filename=self.f.search_fixes, snapshot=snap
+        )
         results.sort(key=lambda r: r["score"], reverse=self.f.links)
-        return json_response(results)
+        return self._remember(key, json_response(results))
 
     def search_jsonlogic(self, req: Request) -> Response:
         content_type = req.headers.get("Content-Type")
@@ -568,23 +579,78 @@ class Plugin:
         if content_type != JSONLOGIC:
             return envelope(40012 if self.f.search_fixes else 40011)
         logic = req.body.value
-        lazy_content = self.f.errors_answer_500 and '"content"' not in json.dumps(logic)
-        files = self.vault.scan()
-        graph = self.vault.link_graph(files) if self.f.links else None
+        logic_text = json.dumps(logic)
+        lazy_content = self.f.errors_answer_500 and '"content"' not in logic_text
+        snap = self.vault.snapshot()
+        key = ("jsonlogic", snap.generation, logic_text)
+        cached = self._recall(key)
+        if cached is not None:
+            return cached
+        graph = self.vault.link_graph(snap) if self.f.links else None
+        var = logic.get("var") if isinstance(logic, dict) and len(logic) == 1 else None
+        if isinstance(var, str) and var and "." not in var:
+            return self._remember(key, self._search_var(snap, graph, var, lazy_content))
         results: list[dict[str, Any]] = []
-        for entry in files.values():
+        for entry in snap.files.values():
             if not entry.is_markdown:
                 continue
-            note = self.vault.note_json(
-                entry, graph=graph, unresolved=self.f.v5, content="" if lazy_content else None
-            )
+            note = self.vault.note_record(
+                entry, graph=graph, unresolved=self.f.v5, content=not lazy_content
+            ).note
             try:
                 value = jsonlogic.apply(logic, note)
             except Exception as exc:
-                return envelope(40070, detail=f"{exc} (while processing {entry.path})")
+                return self._remember(
+                    key, envelope(40070, detail=f"{exc} (while processing {entry.path})")
+                )
             if _sane_truthy(value):
                 results.append({"filename": entry.path, "result": value})
-        return json_response(results)
+        return self._remember(key, json_response(results))
+
+    def _search_var(
+        self, snap: Snapshot, graph: LinkGraph | None, var: str, lazy_content: bool
+    ) -> Response:
+        """``{"var": "<top-level key>"}`` (e.g. ``stat``): the generic answer, spliced from
+        per-note encoded items cached with each note."""
+        items: list[str] = []
+        for entry in snap.files.values():
+            if not entry.is_markdown:
+                continue
+            record = self.vault.note_record(
+                entry, graph=graph, unresolved=self.f.v5, content=not lazy_content
+            )
+            cached = record.fragments.get(var)
+            if cached is None:
+                value = record.note.get(var)
+                cached = (
+                    _sane_truthy(value),
+                    '{\n    "filename": '
+                    + encode_string(entry.path)
+                    + ',\n    "result": '
+                    + pretty(value).replace("\n", "\n    ")
+                    + "\n  }",
+                )
+                record.fragments[var] = cached
+            if cached[0]:
+                items.append(cached[1])
+        text = "[\n  " + ",\n  ".join(items) + "\n]" if items else "[]"
+        return Response(200, finish(text), {"Content-Type": "application/json; charset=utf-8"})
+
+    def _recall(self, key: tuple[Any, ...]) -> Response | None:
+        with self._responses_lock:
+            hit = self._responses.get(key)
+            if hit is None:
+                return None
+            self._responses.move_to_end(key)
+        return Response(hit.status, hit.body, dict(hit.headers))
+
+    def _remember(self, key: tuple[Any, ...], response: Response) -> Response:
+        """Keep a deterministic answer for the snapshot generation in ``key``."""
+        with self._responses_lock:
+            self._responses[key] = Response(response.status, response.body, dict(response.headers))
+            while len(self._responses) > 8:
+                self._responses.popitem(last=False)
+        return response
 
     def search_smart(self, req: Request) -> Response:
         if not self.state.smart.available:

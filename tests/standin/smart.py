@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import threading
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .vault import Vault
+from .watch import Watcher
 
 Vector = list[float]
 
@@ -41,6 +44,8 @@ class SmartItem:
     vec: Vector
     #: 1-indexed inclusive line range for blocks, None for whole sources.
     lines: tuple[int, int] | None
+    #: ``_norm(vec)``, computed once.
+    norm: float = field(default=0.0, compare=False)
 
     @property
     def breadcrumbs(self) -> str:
@@ -54,11 +59,23 @@ def _norm(vec: Vector) -> float:
     return math.sqrt(sum(x * x for x in vec))
 
 
+def _norm_fast(vec: Vector) -> float:
+    """Bit-identical to :func:`_norm` (same products, summed in the same order)."""
+    return math.sqrt(sum(map(operator.mul, vec, vec)))
+
+
 def cosine(a: Vector, b: Vector) -> float:
     na, nb = _norm(a), _norm(b)
     if not na or not nb or len(a) != len(b):
         return 0.0
     return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+
+
+def _cosine_normed(a: Vector, na: float, b: Vector, nb: float) -> float:
+    """:func:`cosine` with both norms given; bit-identical to it."""
+    if not na or not nb or len(a) != len(b):
+        return 0.0
+    return sum(map(operator.mul, a, b)) / (na * nb)
 
 
 class SmartEnv:
@@ -70,12 +87,35 @@ class SmartEnv:
         self.query_vectors = query_vectors or vault.root.parent / "query_vectors.jsonl"
         self._lock = threading.Lock()
         self._cache: tuple[tuple[tuple[str, int, int], ...], str, list[SmartItem]] | None = None
+        #: The last signature, reused while inotify reports nothing in the watched folders.
+        self._watcher = Watcher.create()
+        self._sig: tuple[tuple[str, int, int], ...] | None = None
+        self._scores: OrderedDict[tuple[float, ...], tuple[list[SmartItem], list[float]]] = (
+            OrderedDict()
+        )
+        self._approx: tuple[tuple[str, int], list[SmartItem], Vector | None] | None = None
 
     @property
     def available(self) -> bool:
         return self.env_dir.is_dir()
 
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        watcher = self._watcher
+        if watcher is None:
+            return self._compute_signature()
+        with self._lock:
+            if self._sig is not None and watcher.read() == []:
+                return self._sig
+            self._sig = None
+            watched = watcher.add(str(self.env_dir)) >= 0  # watch first, then stat
+            if watched and (self.env_dir / "multi").is_dir():
+                watched = watcher.add(str(self.env_dir / "multi")) >= 0
+            sig = self._compute_signature()
+            if watched:
+                self._sig = sig
+            return sig
+
+    def _compute_signature(self) -> tuple[tuple[str, int, int], ...]:
         paths = [self.env_dir / "smart_env.json"]
         multi = self.env_dir / "multi"
         if multi.is_dir():
@@ -124,12 +164,18 @@ class SmartEnv:
             if not isinstance(vec, list) or not vec:
                 continue
             if collection == "smart_sources":
-                items.append(SmartItem(key, key, [float(x) for x in vec], None))
+                floats = [float(x) for x in vec]
+                items.append(SmartItem(key, key, floats, None, _norm_fast(floats)))
             elif collection == "smart_blocks" and isinstance(data.get("lines"), list):
                 start, end = data["lines"][:2]
+                floats = [float(x) for x in vec]
                 items.append(
                     SmartItem(
-                        key, key.split("#", 1)[0], [float(x) for x in vec], (int(start), int(end))
+                        key,
+                        key.split("#", 1)[0],
+                        floats,
+                        (int(start), int(end)),
+                        _norm_fast(floats),
                     )
                 )
         with self._lock:
@@ -156,30 +202,59 @@ class SmartEnv:
         return None
 
     def _approximate_query_vector(self, query: str, items: list[SmartItem]) -> Vector | None:
+        snap = self.vault.snapshot()
+        memo = self._approx
+        if memo is not None and memo[0] == (query, snap.generation) and memo[1] is items:
+            return memo[2]
+        cacheable = self.vault.trusted  # the snapshot generation then vouches for the texts
         words = {w for w in query.lower().split() if w}
         best = 0
         chosen: list[Vector] = []
         for item in items:
             if item.lines is not None:
                 continue
-            text = self.vault.read_text(item.source_path).lower()
+            entry = snap.files.get(item.source_path)
+            if entry is None:
+                cacheable = False
+                text = self.vault.read_text(item.source_path).lower()
+            else:
+                text = self.vault.text(entry).lower()
             hits = sum(1 for w in words if w in text)
             if hits > best:
                 best, chosen = hits, [item.vec]
             elif hits == best and hits:
                 chosen.append(item.vec)
-        if not chosen:
-            return None
-        mean = [sum(col) / len(chosen) for col in zip(*chosen, strict=True)]
-        n = _norm(mean)
-        return [x / n for x in mean] if n else None
+        result: Vector | None = None
+        if chosen:
+            mean = [sum(col) / len(chosen) for col in zip(*chosen, strict=True)]
+            n = _norm(mean)
+            result = [x / n for x in mean] if n else None
+        if cacheable:
+            self._approx = ((query, snap.generation), items, result)
+        return result
 
     def _text(self, item: SmartItem) -> str:
-        content = self.vault.read_text(item.source_path)
+        content = self.vault.indexed_text(item.source_path)
         if item.lines is None:
             return content
         start, end = item.lines
         return "\n".join(content.split("\n")[start - 1 : end])
+
+    def _scores_for(self, qvec: Vector, items: list[SmartItem]) -> list[float]:
+        """``cosine(qvec, item.vec)`` for every item, memoised per query vector."""
+        key = tuple(qvec)
+        with self._lock:
+            hit = self._scores.get(key)
+            if hit is not None and hit[0] is items:
+                self._scores.move_to_end(key)
+                return hit[1]
+        qnorm = _norm_fast(qvec)
+        scores = [_cosine_normed(qvec, qnorm, item.vec, item.norm) for item in items]
+        with self._lock:
+            self._scores[key] = (items, scores)
+            while len(self._scores) > 32:
+                self._scores.popitem(last=False)
+        return scores
 
     def search(
         self,
@@ -196,14 +271,16 @@ class SmartEnv:
         if qvec is None:
             return []
         scored: list[tuple[float, SmartItem]] = []
-        for item in items:
+        indexed = self.vault.snapshot().files
+        scores = self._scores_for(qvec, items)
+        for item, score in zip(items, scores, strict=True):
             if folders and not item.key.startswith(tuple(folders)):
                 continue
             if exclude_folders and item.key.startswith(tuple(exclude_folders)):
                 continue
-            if self.vault.stat(item.source_path) is None:
+            if item.source_path not in indexed and self.vault.stat(item.source_path) is None:
                 continue
-            scored.append((cosine(qvec, item.vec), item))
+            scored.append((score, item))
         scored.sort(key=lambda pair: pair[0], reverse=True)
         count = 10 if limit is None else int(limit)  # JS slice(0, limit) truncates
         return [

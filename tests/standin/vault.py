@@ -76,6 +76,28 @@ def _entry(path: str, st: os.stat_result) -> FileEntry:
     )
 
 
+def _link_names(link: str, source: str) -> frozenset[str]:
+    """The basenames whose appearance or disappearance can change how ``link`` resolves:
+    the target's last segment as written and lower-cased, ``.md`` optional (see
+    :func:`_resolve_link`, which consults only exact paths and the basename index)."""
+    target = link.strip().lstrip("/")
+    if target.startswith(("./", "../")):
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+    segment = target.rsplit("/", 1)[-1]
+    last = target.lower().rsplit("/", 1)[-1]
+    return frozenset((segment, segment + ".md", last, last + ".md"))
+
+
+def _changed_names(paths: set[str]) -> frozenset[str]:
+    """Log entry for added or removed ``paths``: each basename as is and lower-cased."""
+    names: set[str] = set()
+    for path in paths:
+        base = path.rsplit("/", 1)[-1]
+        names.add(base)
+        names.add(base.lower())
+    return frozenset(names)
+
+
 def _resolve_link(
     link: str, source: str, files: dict[str, FileEntry], by_name: dict[str, list[str]]
 ) -> str | None:
@@ -114,7 +136,7 @@ class Snapshot:
 class _NoteRecord:
     """A cached note JSON object and the graph lists it was built from."""
 
-    __slots__ = ("entry", "links", "backlinks", "unresolved", "note", "fragments")
+    __slots__ = ("backlinks", "entry", "fragments", "links", "note", "unresolved")
 
     def __init__(
         self,
@@ -144,7 +166,10 @@ class Vault:
         self._meta: dict[str, tuple[tuple[int, int], NoteMetadata]] = {}
         self._text: dict[str, tuple[tuple[int, int], str]] = {}
         self._search_text: dict[str, tuple[tuple[int, int], bool, str, str]] = {}
-        self._resolved: dict[str, tuple[FileEntry, int, list[str], list[str]]] = {}
+        #: path -> (entry, names version, links, unresolved links, names they depend on)
+        self._resolved: dict[str, tuple[FileEntry, int, list[str], list[str], frozenset[str]]] = {}
+        #: names version -> basenames added or removed to reach it (see _link_names).
+        self._names_log: dict[int, frozenset[str]] = {}
         self._by_name: tuple[int, dict[str, list[str]]] | None = None
         self._notes: dict[tuple[str, bool, bool], _NoteRecord] = {}
         self._last_graph: LinkGraph | None = None
@@ -176,6 +201,11 @@ class Vault:
             self._refresh()
             assert self._files is not None
             return Snapshot(self._generation, self._names, self._files)
+
+    @property
+    def trusted(self) -> bool:
+        """Whether inotify currently vouches for the cached scan (else every call re-stats)."""
+        return self._trusted
 
     def scan(self) -> dict[str, FileEntry]:
         """Indexed files by vault path, sorted by path (do not mutate)."""
@@ -215,12 +245,13 @@ class Vault:
         """Re-stat only the changed names (regular files; anything else re-scans)."""
         assert self._files is not None
         files = dict(self._files)
-        names_changed = False
+        changed: set[str] = set()
         for rel in touched:
             try:
                 st = os.lstat(os.path.join(self._root, rel))
             except (FileNotFoundError, NotADirectoryError):
-                names_changed |= files.pop(rel, None) is not None
+                if files.pop(rel, None) is not None:
+                    changed.add(rel)
                 continue
             except OSError:
                 self._full_scan()
@@ -229,16 +260,19 @@ class Vault:
                 self._full_scan()
                 return
             if not stat_module.S_ISREG(st.st_mode):
-                names_changed |= files.pop(rel, None) is not None
+                if files.pop(rel, None) is not None:
+                    changed.add(rel)
                 continue
             if st.st_nlink > 1:
                 self._full_scan()  # a hard link can change from outside the vault
                 return
-            names_changed |= rel not in files
+            if rel not in files:
+                changed.add(rel)
             files[rel] = _entry(rel, st)
-        if names_changed:
+        if changed:
             files = dict(sorted(files.items()))
             self._names += 1
+            self._names_log[self._names] = _changed_names(changed)
         self._files = files
         self._generation += 1
 
@@ -288,6 +322,8 @@ class Vault:
             return
         if old is None or found.keys() != old.keys():
             self._names += 1
+            if old is not None:
+                self._names_log[self._names] = _changed_names(set(found.keys() ^ old.keys()))
         self._files = dict(sorted(found.items()))
         self._generation += 1
 
@@ -457,23 +493,50 @@ class Vault:
         files = snap.files
         by_name = self._name_index(snap)
         graph = LinkGraph()
+        log = self._names_log
         for entry in files.values():
             if not entry.is_markdown:
                 continue
             cached = self._resolved.get(entry.path)
-            if cached is not None and cached[0] == entry and cached[1] == snap.names:
+            if (
+                cached is not None
+                and (cached[0] is entry or cached[0] == entry)
+                and (
+                    cached[1] == snap.names
+                    or all(
+                        v in log and log[v].isdisjoint(cached[4])
+                        for v in range(cached[1] + 1, snap.names + 1)
+                    )
+                )
+            ):
                 links, unresolved_links = cached[2], cached[3]
+                if cached[1] != snap.names:
+                    self._resolved[entry.path] = (
+                        cached[0],
+                        snap.names,
+                        cached[2],
+                        cached[3],
+                        cached[4],
+                    )
             else:
                 resolved: dict[str, None] = {}
                 unresolved: dict[str, None] = {}
+                depends: set[str] = set()
                 for link in self.metadata(entry).links:
+                    depends |= _link_names(link, entry.path)
                     target = _resolve_link(link, entry.path, files, by_name)
                     if target is None:
                         unresolved[link] = None
                     else:
                         resolved[target] = None
                 links, unresolved_links = list(resolved), list(unresolved)
-                self._resolved[entry.path] = (entry, snap.names, links, unresolved_links)
+                self._resolved[entry.path] = (
+                    entry,
+                    snap.names,
+                    links,
+                    unresolved_links,
+                    frozenset(depends),
+                )
             graph.links[entry.path] = links
             graph.unresolved[entry.path] = unresolved_links
             for target in links:
@@ -537,7 +600,7 @@ class Vault:
         record = self._notes.get(key)
         if (
             record is not None
-            and record.entry == entry
+            and (record.entry is entry or record.entry == entry)
             and record.links is links
             and record.backlinks is backlinks
             and record.unresolved is unresolved_links
@@ -577,9 +640,8 @@ class Vault:
         (prefixed by the basename and a blank line when ``with_filename``)."""
         key = (entry.mtime_ns, entry.size)
         cached = self._search_text.get(entry.path)
-        if cached is not None and cached[0] == key and cached[1] == with_filename:
-            if self._trusted:
-                return cached[2], cached[3]
+        if self._trusted and cached is not None and cached[0] == key and cached[1] == with_filename:
+            return cached[2], cached[3]
         content = utf16_units(self.text(entry))
         text = utf16_units(entry.basename) + "\n\n" + content if with_filename else content
         lowered = js_lower(text)
@@ -588,14 +650,19 @@ class Vault:
         return content, lowered
 
     def simple_search(
-        self, query: str, context_length: int | None, *, with_filename: bool
+        self,
+        query: str,
+        context_length: int | None,
+        *,
+        with_filename: bool,
+        snapshot: Snapshot | None = None,
     ) -> list[dict[str, Any]]:
         """Unsorted results; ``context_length=None`` reproduces the ≤3.2 NaN bug."""
         words = [js_lower(utf16_units(w)) for w in query.split()]
         if not words:
             return []
         results: list[dict[str, Any]] = []
-        for entry in self.scan().values():
+        for entry in (snapshot or self.snapshot()).files.values():
             if not entry.is_markdown:
                 continue
             content, lowered = self._searchable(entry, with_filename)

@@ -1,0 +1,56 @@
+"""``python -m bench --quick`` end to end: the report and its charts are produced.
+
+The quick run is the full pipeline on a handful of questions, a 200-note generated vault
+and small memory stores: the stand-in, our server and the real peer (``mcp-obsidian``,
+installed on first use into ``bench/out/peer-venv`` and reused after). No figure is
+checked against a target here; that is the report's job.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.harness import REPO_ROOT
+from bench.report import ECONOMY_CHART, SCALE_CHART
+
+SECTIONS = (
+    "# obsidian-mcp benchmark report",
+    "## Targets",
+    "## Context economy",
+    "### Retrieval issue figures",
+    "## The peer's raw answer",
+    "## Speed and scale",
+    "### Through the folder",
+    "### Through the stand-in",
+    "## Memory: recall and remember",
+    "## Tool-call overhead over the raw REST request",
+)
+
+
+@pytest.mark.timeout(600)
+def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
+    out, cache = tmp_path / "report", tmp_path / "cache"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out), "--cache", str(cache)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    report = (out / "REPORT.md").read_text("utf-8")
+    positions = [report.find(section) for section in SECTIONS]
+    assert -1 not in positions, [s for s, p in zip(SECTIONS, positions, strict=True) if p < 0]
+    assert positions == sorted(positions)
+    assert "python -m bench --quick" in report
+    assert "(installed 0." in report  # the peer's version, read from its environment
+    assert "mcp-obsidian, call 1" in report  # and its raw answer
+    for row in ("| peer |", "| drill-down |", "| simple+note |"):
+        assert row in report
+    for chart in (ECONOMY_CHART, SCALE_CHART):
+        assert f"]({chart})" in report
+        assert (out / chart).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert list(cache.glob("bench-*.json"))
