@@ -25,8 +25,15 @@ the same vault (a temporary copy of ``fixtures/vault``):
    raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
    on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
 
-Hit, tokens and keywords are defined in ``bench/harness.py``. Results go to
-``bench/out/retrieval-<time>.json`` and a markdown report is printed.
+Hit, tokens and keywords are defined in ``bench/harness.py``. Results (with every
+response, for inspection) go to ``bench/out/retrieval-<time>.json`` and a markdown report
+is printed.
+
+The scale part generates each vault with ``bench/generate_vault.py`` and, per source
+(folder; stand-in 5.x with ``/search/smart`` over the generated vectors), times a cold
+first query with progress notifications, then ``WARM_CALLS`` warm queries over the planted
+questions, and the stand-in's raw ``/search/smart`` alone. A source whose call takes over
+``COLD_TIMEOUT`` seconds is reported as failed and the run goes on.
 """
 
 from __future__ import annotations

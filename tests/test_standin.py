@@ -585,3 +585,98 @@ async def test_async_usage(vaults: dict[str, Path]) -> None:
             assert (await http.get("/tags/")).json() == {"tags": []}
         assert lra.stats()["by_route"] == {"GET /vault/": 1, "GET /tags/": 1}
     assert lra.returncode == 0
+
+
+# --- caching: fast encoder and freshness ---------------------------------------------------
+
+
+def test_fast_json_encoder_matches_reference() -> None:
+    import math
+    import random
+
+    from tests.standin.jsstring import dumps, dumps_reference
+
+    rng = random.Random(7)
+    leaves: list[Any] = [
+        "",
+        'q"b\\',
+        "x\ny\t\x00",
+        "é😀",
+        "\ud83d",
+        "\u2028",
+        -(2**70),
+        0,
+        0.1,
+        -0.0,
+        1e21,
+        math.nan,
+        math.inf,
+        True,
+        False,
+        None,
+        [],
+        {},
+        (1, math.nan),
+        {1: "int key"},
+    ]
+
+    def value(depth: int) -> Any:
+        roll = rng.randrange(10 if depth < 4 else 5)
+        if roll < 5:
+            return rng.choice(leaves)
+        if roll < 8:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        keys = ["k", "é", "😀", "\ud800", 'a"']
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(3000):
+        v = value(0)
+        assert dumps(v) == dumps_reference(v), v
+
+
+@pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "restat"])
+def test_external_edits_are_seen_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inotify: bool
+) -> None:
+    """Caches never serve a stale answer: edits made behind the stand-in's back (not via
+    the API) show up in the very next request, with and without the inotify signal."""
+    if not inotify:
+        monkeypatch.setenv("STANDIN_NO_INOTIFY", "1")
+    vault = tmp_path / "vault"
+    (vault / "F").mkdir(parents=True)
+    (vault / "a.md").write_text("see [[b]]\n")
+    (vault / "F/b.md").write_text("bee\n")
+
+    def search(http: httpx.Client, var: str) -> dict[str, Any]:
+        body = json.dumps({"var": var})
+        r = http.post("/search/", content=body, headers={"Content-Type": JSONLOGIC})
+        assert r.status_code == 200, r.text
+        return {row["filename"]: row["result"] for row in r.json()}
+
+    with StandinProcess(vault) as lra, lra.client(timeout=10) as http:
+        assert search(http, "backlinks") == {"F/b.md": ["a.md"]}
+        (vault / "c.md").write_text("also [[b]] zebra\n")  # a new note
+        assert search(http, "backlinks") == {"F/b.md": ["a.md", "c.md"]}
+        assert [m["filename"] for m in http.post("/search/simple/?query=zebra").json()] == ["c.md"]
+        (vault / "New/Deeper").mkdir(parents=True)  # a new folder, then a note in it
+        (vault / "New/Deeper/d.md").write_text("[[b]]")
+        assert http.get("/vault/New/").json() == {"files": ["Deeper/"]}
+        assert search(http, "backlinks")["F/b.md"] == ["New/Deeper/d.md", "a.md", "c.md"]
+        (vault / "New").rename(vault / "Old")  # a folder moved
+        assert http.get("/vault/New/").status_code == 404
+        assert search(http, "backlinks")["F/b.md"] == ["Old/Deeper/d.md", "a.md", "c.md"]
+        with (vault / "a.md").open("a") as fh:  # an append changes size, links and stat
+            fh.write("and [[c]] too\n")
+        size = (vault / "a.md").stat().st_size
+        assert search(http, "stat")["a.md"]["size"] == size
+        assert search(http, "links")["a.md"] == ["F/b.md", "c.md"]
+        note = http.get("/vault/c.md", headers={"Accept": NOTE_JSON}).json()
+        assert note["backlinks"] == ["a.md"]
+        (vault / "c.md").unlink()  # a deleted note: its link target is unresolved now
+        assert search(http, "backlinks") == {"F/b.md": ["Old/Deeper/d.md", "a.md"]}
+        assert search(http, "unresolvedLinks")["a.md"] == ["c"]
+        (vault / "F/c.md").write_text("x")  # a new file that an unresolved link now finds
+        assert search(http, "links")["a.md"] == ["F/b.md", "F/c.md"]
+        if inotify:  # same size, same clock tick: only the event tells the caches
+            (vault / "Old/Deeper/d.md").write_text("[[a]]")
+            assert search(http, "links")["Old/Deeper/d.md"] == ["a.md"]

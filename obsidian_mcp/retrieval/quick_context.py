@@ -74,7 +74,7 @@ async def quick_context(
     if not topic.strip():
         raise InvalidArgument("topic is empty; name a person, place, event or idea.")
     budget = max_tokens or retriever.settings.max_tokens
-    answer, ranked, total = await retriever.ranked_passages(topic, folder="", progress=progress)
+    answer, ranked, total, _ = await retriever.ranked_passages(topic, folder="", progress=progress)
     corpus = retriever.corpus
     retriever.links.refresh(corpus)
     resolver = retriever.links.resolver

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .vault import Vault
+from .vault import FileEntry, Vault
 from .watch import Watcher
 
 Vector = list[float]
@@ -93,6 +93,7 @@ class SmartEnv:
         self._scores: OrderedDict[tuple[float, ...], tuple[list[SmartItem], list[float]]] = (
             OrderedDict()
         )
+        self._rows: tuple[bytes, list[Any]] | None = None
         self._approx: tuple[tuple[str, int], list[SmartItem], Vector | None] | None = None
 
     @property
@@ -182,16 +183,30 @@ class SmartEnv:
             self._cache = (sig, model, items)
         return model, items
 
-    def _stored_query_vector(self, query: str, model: str) -> Vector | None:
+    def _query_rows(self) -> list[Any] | None:
+        """The parsed lines of the query-vector file (None: unreadable); an unparsable line
+        is ``None``. Re-read every time, re-parsed only when its bytes change."""
         try:
-            lines = self.query_vectors.read_text("utf-8").splitlines()
+            data = self.query_vectors.read_bytes()
         except OSError:
             return None
-        for line in lines:
+        cached = self._rows
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        # Path.read_text("utf-8"): strict UTF-8 and universal newlines.
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        rows: list[Any] = []
+        for line in text.splitlines():
             try:
-                row = json.loads(line)
+                rows.append(json.loads(line))
             except ValueError:
-                continue
+                rows.append(None)
+        self._rows = (data, rows)
+        return rows
+
+    def _stored_query_vector(self, query: str, model: str) -> Vector | None:
+        rows = self._query_rows()
+        for row in rows or []:
             if (
                 isinstance(row, dict)
                 and str(row.get("query", "")).strip() == query
@@ -233,8 +248,11 @@ class SmartEnv:
             self._approx = ((query, snap.generation), items, result)
         return result
 
-    def _text(self, item: SmartItem) -> str:
-        content = self.vault.indexed_text(item.source_path)
+    def _text(self, item: SmartItem, indexed: dict[str, FileEntry]) -> str:
+        entry = indexed.get(item.source_path)
+        content = (
+            self.vault.read_text(item.source_path) if entry is None else self.vault.text(entry)
+        )
         if item.lines is None:
             return content
         start, end = item.lines
@@ -286,7 +304,7 @@ class SmartEnv:
         return [
             {
                 "path": item.key,
-                "text": self._text(item),
+                "text": self._text(item, indexed),
                 "score": score,
                 "breadcrumbs": item.breadcrumbs,
             }

@@ -4,8 +4,14 @@
   has no segment starting with ``.``; hidden folders such as ``.obsidian``, ``.smart-env``
   and ``.trash`` are never listed or searched (but, as with the plugin's adapter reads,
   ``GET /vault/.obsidian/app.json`` still serves the file).
-* Metadata is parsed per markdown file and cached by (mtime, size), so repeated
-  JsonLogic queries over a 10,000-note vault only stat the files.
+* Caching (answers are byte-identical to recomputing from disk on every request): the
+  scan (an ``os.scandir`` walk) is kept and refreshed from inotify events (see
+  ``watch``): only changed names are re-stat'ed, and a full re-scan follows folder
+  events, a queue overflow, symlinks or hard links. Without inotify every request
+  re-scans. Per file, metadata, text and search text are cached by (mtime, size) and
+  dropped on an event for that name; per scan generation, the link graph (a note's
+  resolution is reused until it changes or a path with a matching basename comes or
+  goes), listings, folders and tag counts; per note, the note JSON object.
 * Link resolution (``resolvedLinks``/``unresolvedLinks``): a link resolves to the exact
   vault path (``.md`` optional, ``./``/``../`` relative to the note), else to a file whose
   path ends with the link text, compared case-insensitively, ``.md`` optional; several
@@ -366,11 +372,6 @@ class Vault:
         text = self.read_text(entry.path)
         self._text[entry.path] = (key, text)
         return text
-
-    def indexed_text(self, rel: str) -> str:
-        """``read_text(rel)``, from cache when ``rel`` is an unchanged indexed file."""
-        entry = self.snapshot().files.get(rel)
-        return self.read_text(rel) if entry is None else self.text(entry)
 
     def list_dir(self, folder: str) -> list[str]:
         """Immediate children of ``folder`` ("" = root), folders as ``name/``, JS-sorted."""
