@@ -19,6 +19,33 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
     "vault_tree": (set(), {"folder", "depth", "format"}),
     "vault_search_map": ({"query"}, {"folder", "format"}),
     "vault_scratch_append": ({"text"}, set()),
+    "vault_semantic_query": (
+        {"query"},
+        {"limit", "include_context", "folder", "max_tokens", "concise", "format"},
+    ),
+    "vault_smart_search": (
+        {"query"},
+        {"limit", "snippet_length", "folder", "max_tokens", "concise", "format"},
+    ),
+    "vault_find_related": ({"path"}, {"limit", "concise", "format"}),
+    "vault_quick_context": ({"topic"}, {"max_tokens", "format"}),
+    "vault_remember": ({"content", "tags", "context"}, {"type", "source"}),
+    "vault_recall": (
+        set(),
+        {
+            "tags",
+            "match_all_tags",
+            "query",
+            "time_range",
+            "since",
+            "until",
+            "type",
+            "limit",
+            "max_tokens",
+            "format",
+        },
+    ),
+    "vault_forget": ({"id"}, set()),
 }
 
 # name -> (readOnly, destructive, idempotent, openWorld)
@@ -28,8 +55,17 @@ EXPECTED_ANNOTATIONS: dict[str, tuple[bool, bool, bool, bool]] = {
     "vault_peek_file": (True, False, True, False),
     "vault_tree": (True, False, True, False),
     "vault_search_map": (True, False, True, False),
+    "vault_semantic_query": (True, False, True, False),
+    "vault_smart_search": (True, False, True, False),
+    "vault_find_related": (True, False, True, False),
+    "vault_quick_context": (True, False, True, False),
+    "vault_recall": (True, False, True, False),
     # Appends a new entry each time, to its own note only.
     "vault_scratch_append": (False, False, False, False),
+    # Writes to its own memory file; the same memory again writes nothing.
+    "vault_remember": (False, False, True, False),
+    # No tool brings a forgotten memory back, and compaction later erases it.
+    "vault_forget": (False, True, True, False),
 }
 
 
@@ -38,6 +74,15 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
     settings = folder_settings(tmp_path, tmp_path / "config")
     async with Client(build_server(settings)) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        resources = [r.uri for r in (await client.list_resources()).resources]
+        templates = [
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        ]
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert set(tools) == set(EXPECTED_PARAMETERS) == set(EXPECTED_ANNOTATIONS)
+    assert resources == ["obsidian://status"]
+    assert templates == ["obsidian://memory/recent{?limit}"]
+    assert prompts == {"handover", "update-knowledge"}
     for name, (required, optional) in EXPECTED_PARAMETERS.items():
         schema = tools[name].input_schema
         assert set(schema.get("required", [])) == required, name

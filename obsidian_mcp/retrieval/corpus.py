@@ -18,7 +18,7 @@ import anyio
 from obsidian_mcp.errors import NoteNotFound, NotText, PathRefused
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
-from obsidian_mcp.text.markdown import ParsedNote, parse_note
+from obsidian_mcp.text.markdown import ParsedNote, parse_note, plain_text
 from obsidian_mcp.text.snippets import sentence_spans
 from obsidian_mcp.vault import Vault
 
@@ -180,7 +180,8 @@ class Corpus:
             section = parsed.sections[section_index]
             chunk = Chunk(self._next_id, path, section.path, start, end)
             self._next_id += 1
-            chunk_terms = terms(content[start:end])
+            # What a reader sees: link text, not block ids or link anchors.
+            chunk_terms = terms(plain_text(content[start:end]))
             self._index.add(chunk.id, chunk_terms)
             self._chunk_terms[chunk.id] = chunk_terms
             heading_terms = frozenset(terms(" ".join(section.path)))

@@ -33,7 +33,7 @@ from obsidian_mcp.retrieval.packing import (
 from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
 from obsidian_mcp.retrieval.semantic import Seed, SemanticAnswer, SemanticHit, SemanticSources
 from obsidian_mcp.retrieval.smart_env import SmartEnvCache
-from obsidian_mcp.text.markdown import find_section, gist
+from obsidian_mcp.text.markdown import find_section, gist, plain_text
 from obsidian_mcp.text.snippets import sentence_spans, snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
@@ -167,7 +167,7 @@ def focus_window(
     best = max(
         in_chunk,
         key=lambda i: (
-            sum(weights.get(t, 0.0) for t in set(terms(content[slice(*sentences[i])]))),
+            sum(weights.get(t, 0.0) for t in set(terms(plain_text(content[slice(*sentences[i])])))),
             -i,
         ),
     )
