@@ -10,7 +10,9 @@ tool it lists, in a fixed order, ``vault_semantic_query`` first:
   (for ``vault_semantic_query`` this is the cold query that builds the indexes; tools
   after it find them built);
 - then **warm calls** (``calls`` of them, fewer if a tool's warm calls pass
-  ``budget_seconds``), cycling through the planted questions and their notes.
+  ``budget_seconds``), cycling through the planted questions and their notes;
+- through the stand-in, ``calls`` raw ``POST /search/smart`` requests of the same
+  questions, so ``vault_semantic_query``'s time can be split into the plugin's and ours.
 
 The planted hit rate of ``vault_semantic_query`` (the gold in the response) is kept too.
 Memory (recall and remember at growing store sizes) reuses ``bench.memory_bench.run``;
@@ -28,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import memory_bench, read_overhead
+from bench import memory_bench, read_overhead, retrieval_bench
 from bench.generate_vault import Planted, generate
 from bench.harness import (
     FIXTURE_VAULT,
     KeywordPicker,
     Session,
     is_hit,
+    load_questions,
     median,
     percentile,
     server_env,
@@ -101,6 +104,7 @@ class SourceRun:
     connect_ms: float  # start the server process and initialise the session
     tools: list[ToolTiming]
     missing: list[str]
+    raw_smart_ms: float | None = None  # the stand-in's POST /search/smart alone, median
 
 
 async def time_tools(
@@ -208,7 +212,10 @@ async def scale(
             startup_timeout=300,
         ) as standin:
             env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
-            runs.append(await _source_run(env, notes, "stand-in", probes, calls, budget_seconds))
+            run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds)
+            questions = load_questions(out / "planted.jsonl")
+            run.raw_smart_ms = await retrieval_bench._raw_smart_ms(standin, questions, calls)
+            runs.append(run)
         shutil.rmtree(out)
     return runs
 
