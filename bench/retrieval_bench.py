@@ -100,6 +100,13 @@ class Outcome:
 Runner = Callable[[Question], Awaitable[Outcome]]
 
 
+def describe(exc: BaseException) -> str:
+    """The innermost error, for a report cell (task groups wrap what actually failed)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:200]
+
+
 def _semantic_args(question: Question) -> dict[str, Any]:
     args: dict[str, Any] = {"query": question.question}
     if question.folder:
@@ -229,7 +236,7 @@ async def run_strategy(name: str, runner: Runner, questions: Sequence[Question])
                     0,
                     0,
                     0.0,
-                    error=f"{type(exc).__name__}: {exc}"[:200],
+                    error=describe(exc),
                 )
             )
     errors = sum(1 for o in outcomes if o.error)
@@ -417,7 +424,7 @@ async def _measure(
                 if index < len(questions):
                     hits += is_hit(result.text, question.gold)
     except Exception as exc:  # a timed-out source must not hide the other's figures
-        row.error = f"{type(exc).__name__}: {exc}"[:200]
+        row.error = describe(exc)
         print(f"  {row.notes} {row.source}: failed ({row.error})", flush=True)
         return row
     row.warm_median_ms, row.warm_p95_ms = median(warm), percentile(warm, 95)

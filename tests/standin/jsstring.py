@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import cast
 from json.encoder import encode_basestring as encode_string  # type: ignore[attr-defined]
 
 _ASTRAL_RE = re.compile(r"[\U00010000-\U0010FFFF]")
@@ -58,7 +59,7 @@ def _pretty(value: object, indent: str, out: list[str]) -> bool:
     ``out`` at nesting ``indent``; False when a value needs the stdlib path."""
     kind = type(value)
     if kind is str:
-        out.append(encode_string(value))
+        out.append(encode_string(cast(str, value)))
     elif kind is dict:
         if not value:
             out.append("{}")
