@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import cast
 from json.encoder import encode_basestring as encode_string  # type: ignore[attr-defined]
+from typing import cast
 
 _ASTRAL_RE = re.compile(r"[\U00010000-\U0010FFFF]")
 _LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
