@@ -38,7 +38,10 @@ class TextMatch:
 class TextSearchHit:
     """One file's matches for a simple (all words must occur) text search.
 
-    Offsets are into the whole file content, frontmatter included, as the plugin gives them.
+    Offsets are into the whole file content, frontmatter included, as the source gives
+    them: the plugin counts UTF-16 code units (JavaScript string indices), which differ from
+    Python's indices after any character outside the Basic Multilingual Plane (an emoji).
+    Nothing here slices text by them; use `contexts`, or search the text you hold.
     """
 
     path: str
