@@ -19,8 +19,8 @@ the same vault (a temporary copy of ``fixtures/vault``):
    vectors, query expanded through the best keyword hits' vectors).
 4. ``drill-down``: ``vault_search_map(keywords)`` (in the question's folder, if any),
    again in its top row while that is a folder (at most four map calls), then
-   ``vault_peek_file`` and ``vault_read_note`` (default budget) of the top file; tokens of
-   all responses, hit when the gold is in any of them.
+   ``vault_peek_file`` and ``vault_read_note`` of the whole top file (following its
+   continuation hints); tokens of all responses, hit when the gold is in any of them.
 5. ``simple+note``: raw ``POST /search/simple/?query=<keywords>&contextLength=100`` plus a
    raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
    on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shutil
 import tempfile
 import time
@@ -144,6 +145,22 @@ async def _map_rows(session: Session, keywords: str, folder: str) -> tuple[str, 
     return shown.text, json.loads(data.text).get("rows", [])
 
 
+_CONTINUE_RE = re.compile(r"offset=(\d+)\)\]$")
+
+
+async def read_whole_note(session: Session, path: str) -> list[str]:
+    """`vault_read_note` of a whole note, following its continuation hints, as an agent
+    without passage search reads the file it drilled down to."""
+    texts: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        text = (await session.call("vault_read_note", {"path": path, "offset": offset})).text
+        texts.append(text)
+        more = _CONTINUE_RE.search(text)
+        offset = int(more.group(1)) if more else None
+    return texts
+
+
 def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
     async def run(question: Question) -> Outcome:
         keywords = picker.pick(question.question)
@@ -157,10 +174,8 @@ def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
             texts.append(text)
         if rows and not rows[0].get("is_folder"):
             top = rows[0]["path"]
-            texts += [
-                (await session.call(tool, {"path": top})).text
-                for tool in ("vault_peek_file", "vault_read_note")
-            ]
+            texts.append((await session.call("vault_peek_file", {"path": top})).text)
+            texts += await read_whole_note(session, top)
         joined = "\n".join(texts)
         return Outcome(
             question.id,
