@@ -245,7 +245,7 @@ def economy_chart(strategies: Sequence[dict[str, Any]], path: Path) -> None:
             s=90,
             marker="o" if ours else "s",
             color=colours(index % 10),
-            label=row["name"] + ("" if ours else " (baseline)"),
+            label=f"{row['name']}{'' if ours else ', baseline'} ({row['questions']} questions)",
             zorder=3,
         )
     ax.set_xscale("log")

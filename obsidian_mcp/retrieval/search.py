@@ -164,8 +164,11 @@ def focus_window(
         return chunk.start, chunk.end
     weights = dict(weighted)
     in_chunk = [i for i, (start, _) in enumerate(sentences) if start < chunk.end]
+    # A passage starts on prose: a line of tags or a lone link names the topic without
+    # saying anything about it.
+    prose = [i for i in in_chunk if is_prose(content[slice(*sentences[i])])]
     best = max(
-        in_chunk,
+        prose or in_chunk,
         key=lambda i: (
             sum(weights.get(t, 0.0) for t in set(terms(plain_text(content[slice(*sentences[i])])))),
             -i,
@@ -175,6 +178,14 @@ def focus_window(
     while last + 1 < len(sentences) and sentences[last + 1][1] - sentences[best][0] <= FOCUS_CHARS:
         last += 1
     return sentences[best][0], sentences[last][1]
+
+
+_TAG_RE = re.compile(r"(?<!\w)#[^\s#]+")
+_MIN_PROSE_WORDS = 4
+
+
+def is_prose(sentence: str) -> bool:
+    return len(words(_TAG_RE.sub(" ", plain_text(sentence)))) >= _MIN_PROSE_WORDS
 
 
 def seated(fused: dict[int, float], seats: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
