@@ -165,8 +165,3 @@ class Vault:
         path = normalize_vault_path(raw_path)
         await self._write_op(lambda source: source.append(path, content))
         return path
-
-    async def delete(self, raw_path: str) -> str:
-        path = normalize_vault_path(raw_path)
-        await self._write_op(lambda source: source.delete(path))
-        return path

@@ -36,6 +36,10 @@ async def test_reads_match_the_disk(
         assert rest_stats.keys() == disk_stats.keys()
         for path in ("Characters/Æsa Þórdóttir.md", "Characters/Old Tomas (the ferryman).md"):
             assert (await rest.read_note(path)).content == (await disk.read_note(path)).content
+        note = "Characters/Kettle.md"
+        assert await rest.stat(note) == await disk.stat(note) == disk_stats[note]
+        assert await rest.stat("Characters/Nobody.md") is None
+        assert await disk.stat("Characters/Nobody.md") is None
         # The fixture vault has no empty folders (git keeps none), so both see the same tree.
         assert await rest.list_tree() == await disk.list_tree()
 

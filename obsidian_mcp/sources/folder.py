@@ -159,18 +159,6 @@ class FolderSource:
     async def append(self, path: str, content: str) -> None:
         await anyio.to_thread.run_sync(self._append, path, content)
 
-    def _delete(self, path: str) -> None:
-        target = self._resolve(path)
-        if target.is_dir():
-            raise IsAFolder(path)
-        try:
-            target.unlink()
-        except FileNotFoundError:
-            raise NoteNotFound(path) from None
-
-    async def delete(self, path: str) -> None:
-        await anyio.to_thread.run_sync(self._delete, path)
-
     # -- search ----------------------------------------------------------------------------
 
     def _search_text(self, query: str) -> list[TextSearchHit]:

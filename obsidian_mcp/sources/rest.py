@@ -369,29 +369,21 @@ class RestSource:
 
     # -- writing ---------------------------------------------------------------------------
 
-    async def write(self, path: str, content: str) -> None:
+    async def _send_text(self, method: str, path: str, content: str, *, idempotent: bool) -> None:
         response = await self._send(
-            "PUT",
+            method,
             "/vault/" + encode_path(path),
-            idempotent=True,
+            idempotent=idempotent,
             headers={"Content-Type": "text/markdown"},
             content=content.encode("utf-8"),
         )
         self._check(response, path)
+
+    async def write(self, path: str, content: str) -> None:
+        await self._send_text("PUT", path, content, idempotent=True)
 
     async def append(self, path: str, content: str) -> None:
-        response = await self._send(
-            "POST",
-            "/vault/" + encode_path(path),
-            idempotent=False,
-            headers={"Content-Type": "text/markdown"},
-            content=content.encode("utf-8"),
-        )
-        self._check(response, path)
-
-    async def delete(self, path: str) -> None:
-        response = await self._send("DELETE", "/vault/" + encode_path(path), idempotent=True)
-        self._check(response, path)
+        await self._send_text("POST", path, content, idempotent=False)
 
     # -- search ----------------------------------------------------------------------------
 
