@@ -4,6 +4,7 @@ match map, and the scratch note. Plain domain code: it returns data, the server 
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from obsidian_mcp.errors import InvalidArgument
 from obsidian_mcp.paths import is_markdown, normalize_vault_path
@@ -40,6 +41,14 @@ class NoteWindow:
     next_offset: int | None
 
 
+@lru_cache(maxsize=128)
+def parse_cached(path: str, content: str) -> ParsedNote:
+    """Parse once per note text: an agent reads a long note window by window, and every
+    window needs the note's title, tags and headings. Keyed by the text itself, so an
+    edited note is parsed afresh."""
+    return parse_note(path, content)
+
+
 def _iso_from_ms(mtime_ms: int) -> str:
     if mtime_ms <= 0:
         return "unknown"
@@ -67,7 +76,7 @@ async def read_note_window(
     vault: Vault, path: str, *, heading: str | None, offset: int, max_chars: int
 ) -> NoteWindow:
     note = await vault.read_note(path)
-    parsed = parse_note(note.path, note.content)
+    parsed = parse_cached(note.path, note.content)
     start, stop, label = 0, len(note.content), None
     if heading:
         section = find_section(parsed, heading)
@@ -140,7 +149,7 @@ def outline_of(parsed: ParsedNote) -> tuple[OutlineEntry, ...]:
 
 async def peek_note(vault: Vault, path: str) -> NoteOutline:
     note = await vault.read_note(path)
-    parsed = parse_note(note.path, note.content)
+    parsed = parse_cached(note.path, note.content)
     all_paths = list(await vault.note_stats())
     note_links = [link for link in parsed.links if link.target]
     unresolved = sum(
