@@ -174,18 +174,33 @@ def focus_window(
             -i,
         ),
     )
+    # Start at the paragraph the best sentence belongs to: a line of dialogue often ends on
+    # the word the question shares ("That's a promise") after the words that answer it.
+    first = best
+    while (
+        first > 0
+        and "\n" not in content[sentences[first - 1][1] : sentences[first][0]]
+        and sentences[best][1] - sentences[first - 1][0] <= FOCUS_CHARS
+    ):
+        first -= 1
     last = best
-    while last + 1 < len(sentences) and sentences[last + 1][1] - sentences[best][0] <= FOCUS_CHARS:
+    while last + 1 < len(sentences) and sentences[last + 1][1] - sentences[first][0] <= FOCUS_CHARS:
         last += 1
-    return sentences[best][0], sentences[last][1]
+    return sentences[first][0], sentences[last][1]
 
 
 _TAG_RE = re.compile(r"(?<!\w)#[^\s#]+")
 _MIN_PROSE_WORDS = 4
 
 
+_LINK_RE = re.compile(r"!?\[\[[^\]]*\]\]")
+
+
 def is_prose(sentence: str) -> bool:
-    return len(words(_TAG_RE.sub(" ", plain_text(sentence)))) >= _MIN_PROSE_WORDS
+    """Whether a sentence says something of its own, beyond links and tags ("See [[A]]
+    and [[B]].", "#session #secret")."""
+    bare = _TAG_RE.sub(" ", _LINK_RE.sub(" ", sentence))
+    return len(words(plain_text(bare))) >= _MIN_PROSE_WORDS
 
 
 def seated(fused: dict[int, float], seats: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
