@@ -366,3 +366,13 @@ def test_snippets_for_matches_guarantees(case: tuple[str, list[tuple[int, int]],
     for start, end in matches:
         if 0 < end - start <= max_chars:
             assert any(s.start <= start and end <= s.end for s in snippets)
+
+
+def test_a_long_sentence_splits_into_clauses_at_semicolons() -> None:
+    clause = "the wall failed at its weakest point near the sluices at the harbour mouth"
+    long_sentence = "; ".join([clause] * 6) + "."
+    spans = sentence_spans(long_sentence)
+    assert len(spans) == 6
+    assert [long_sentence[s:e] for s, e in spans][:2] == [clause + ";", clause + ";"]
+    short = "It rained; we stayed in."
+    assert sentence_spans(short) == [(0, len(short))]

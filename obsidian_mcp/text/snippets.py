@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 ELLIPSIS = "…"
+# Sentences longer than this are split into clauses at semicolons.
+LONG_SENTENCE_CHARS = 320
+_SEMICOLON_RE = re.compile(r";\s")
 
 # A sentence ends at a run of terminators, optionally followed by closing quotes, brackets
 # or emphasis markers, when whitespace or the end of the text comes next.
@@ -160,9 +163,28 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     for cut in [*sorted({*_terminator_cuts(text), *_line_cuts(text)}), len(text)]:
         start, end = _trim(text, previous_cut, cut)
         if start < end:
-            spans.append((start, end))
+            spans.extend(_clauses(text, start, end))
         previous_cut = cut
     return spans
+
+
+def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A sentence longer than LONG_SENTENCE_CHARS as its clauses, split after each
+    semicolon: such a sentence is a chain of statements, and no passage could otherwise
+    show one of them without cutting mid-sentence."""
+    if end - start <= LONG_SENTENCE_CHARS:
+        return [(start, end)]
+    clauses: list[tuple[int, int]] = []
+    clause_start = start
+    for match in _SEMICOLON_RE.finditer(text, start, end):
+        clause_end = _trim(text, clause_start, match.end())
+        if clause_end[0] < clause_end[1]:
+            clauses.append(clause_end)
+        clause_start = match.end()
+    last = _trim(text, clause_start, end)
+    if last[0] < last[1]:
+        clauses.append(last)
+    return clauses
 
 
 def cut_to_sentences(text: str, max_chars: int) -> tuple[str, bool]:
