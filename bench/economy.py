@@ -52,7 +52,6 @@ from bench.harness import (
     percentile,
     server_env,
     stdio_session,
-    tool_names,
 )
 from bench.peer import CONTEXT_LENGTH, PeerInstall, peer_calls, peer_session
 from bench.retrieval_bench import Outcome, copy_vault
@@ -127,7 +126,7 @@ def readable(text: str) -> str:
         data = json.loads(text)
     except ValueError:
         return text
-    return text + "\n" + "\n".join(retrieval_bench._strings(data))
+    return text + "\n" + "\n".join(retrieval_bench.json_strings(data))
 
 
 def trace(question: Question, calls: Sequence[CallResult], error: str = "") -> Trace:
@@ -261,24 +260,13 @@ async def _ours_on_standin(
     outcomes: dict[str, list[Outcome]] = {}
     async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as session:
         recorder = Recorder(session.client)
-        tools = await tool_names(session)
-        plan: list[tuple[str, Step, Sequence[Question]]] = []
-        if retrieval_bench.SEMANTIC_TOOL in tools:
-            plan.append(("semantic", semantic_step(recorder), questions))
-        if SMART_SEARCH in tools:
-            keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
-            plan.append(
-                (
-                    "smart-search",
-                    tool_step(recorder, SMART_SEARCH, "query", picker),
-                    keyword_questions,
-                )
-            )
-        if QUICK_CONTEXT in tools:
-            plan.append(
-                ("quick-context", tool_step(recorder, QUICK_CONTEXT, "topic", picker), questions)
-            )
-        plan.append(("drill-down", drill_down_step(recorder, picker), questions))
+        keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
+        plan: list[tuple[str, Step, Sequence[Question]]] = [
+            ("semantic", semantic_step(recorder), questions),
+            ("smart-search", tool_step(recorder, SMART_SEARCH, "query", picker), keyword_questions),
+            ("quick-context", tool_step(recorder, QUICK_CONTEXT, "topic", picker), questions),
+            ("drill-down", drill_down_step(recorder, picker), questions),
+        ]
         for name, step, asked in plan:
             traces[name], found = await run_traced(name, recorder, step, asked)
             if found:
@@ -324,7 +312,6 @@ async def economy(
         "strategies": [
             {**asdict(s), **summarise(traces[s.name])} for s in STRATEGIES if s.name in traces
         ],
-        "missing": [s.name for s in STRATEGIES if s.name not in traces],
         "traces": {
             name: [{k: v for k, v in asdict(t).items() if k != "texts"} for t in found]
             for name, found in traces.items()

@@ -392,13 +392,6 @@ def _economy_section(economy: dict[str, Any]) -> str:
         "",
         f"![tokens against hit rate]({ECONOMY_CHART})",
     ]
-    if economy["missing"]:
-        parts += [
-            "",
-            "Not run (the server does not list the tool yet): "
-            + ", ".join(economy["missing"])
-            + ".",
-        ]
     parts += [
         "",
         "### Retrieval issue figures (first response only)",
@@ -488,9 +481,6 @@ def _scale_section(results: dict[str, Any]) -> str:
             "",
             markdown_table(["tool", *[f"{n:,} notes" for n in sizes]], rows),
         ]
-        missing = sorted({m for run in runs.values() for m in run["missing"]})
-        if missing:
-            parts += ["", "Not in the server yet: " + ", ".join(missing) + "."]
     semantic = _semantic_rows(scale)
     if semantic:
         parts += [

@@ -1,9 +1,7 @@
-"""Retrieval benchmark: answer quality and context cost per strategy, then speed at scale.
+"""Retrieval benchmark: answer quality and context cost per strategy.
 
     python -m bench.retrieval_bench                 # all questions, five strategies
-    python -m bench.retrieval_bench --quick         # five questions, 50-note scale run
-    python -m bench.retrieval_bench --scale         # also 1,000 / 5,000 / 10,000 notes
-    python -m bench.retrieval_bench --scale-only --vault-size 1000 10000
+    python -m bench.retrieval_bench --quick         # five questions
 
 Run from the repo root with the project venv. Everything goes through the real server, a
 stdio subprocess driven by the SDK's ``Client``, except strategy 5, which is the raw REST
@@ -29,18 +27,14 @@ Hit, tokens and keywords are defined in ``bench/harness.py``. Results (with ever
 response, for inspection) go to ``bench/out/retrieval-<time>.json`` and a markdown report
 is printed.
 
-The scale part generates each vault with ``bench/generate_vault.py`` and, per source
-(folder; stand-in 5.x with ``/search/smart`` over the generated vectors), times a cold
-first query with progress notifications, then ``WARM_CALLS`` warm queries over the planted
-questions, and the stand-in's raw ``/search/smart`` alone. A source whose call takes over
-``COLD_TIMEOUT`` seconds is reported as failed and the run goes on.
+Speed at scale (generated vaults of 1,000 to 10,000 notes) is measured by
+``python -m bench`` (``bench/speed.py``), which runs this module's strategies too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import shutil
 import tempfile
@@ -54,7 +48,6 @@ from urllib.parse import quote
 import anyio
 import httpx
 
-from bench.generate_vault import generate
 from bench.harness import (
     FIXTURE_VAULT,
     OUT_DIR,
@@ -71,16 +64,12 @@ from bench.harness import (
     percentile,
     server_env,
     stdio_session,
-    tool_names,
 )
 from tests.standin.process import StandinProcess
 
 SEMANTIC_TOOL = "vault_semantic_query"
 STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+note")
 BASELINES = ("drill-down", "simple+note")
-DEFAULT_SIZES = (1000, 5000, 10000)
-WARM_CALLS = 30
-COLD_TIMEOUT = 300.0  # seconds a first query may take before the source counts as failed
 MAX_MAP_CALLS = 4  # a drill-down descends through at most this many folder levels
 
 
@@ -190,13 +179,14 @@ def drill_down_runner(session: Session, picker: KeywordPicker) -> Runner:
     return run
 
 
-def _strings(value: Any) -> list[str]:
+def json_strings(value: Any) -> list[str]:
+    """Every string inside decoded JSON, as an agent reads them."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in json_strings(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in json_strings(v)]
     return []
 
 
@@ -209,7 +199,7 @@ def simple_search_runner(http: httpx.AsyncClient, picker: KeywordPicker) -> Runn
         )
         texts = [response.text]
         hits = response.json() if response.status_code == 200 else []
-        shown = response.text + "\n" + "\n".join(_strings(hits))
+        shown = response.text + "\n" + "\n".join(json_strings(hits))
         if hits:
             top = max(hits, key=lambda h: h.get("score") or 0)["filename"]
             note = await http.get(f"/vault/{quote(top)}")
@@ -273,11 +263,7 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
         async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as rest:
-            has_semantic = SEMANTIC_TOOL in await tool_names(rest)
-            if has_semantic:
-                results["semantic"] = await run_strategy(
-                    "semantic", semantic_runner(rest), questions
-                )
+            results["semantic"] = await run_strategy("semantic", semantic_runner(rest), questions)
             results["drill-down"] = await run_strategy(
                 "drill-down", drill_down_runner(rest, picker), questions
             )
@@ -285,9 +271,6 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
             results["simple+note"] = await run_strategy(
                 "simple+note", simple_search_runner(http, picker), questions
             )
-    if not has_semantic:
-        print(f"  the server has no {SEMANTIC_TOOL} yet: strategies 1-3 skipped")
-        return results
     for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
         async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
             results[name] = await run_strategy(name, semantic_runner(folder), questions)
@@ -404,169 +387,15 @@ def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, An
     return "\n".join(parts), data
 
 
-# --- the scale run -----------------------------------------------------------------------
-
-
-@dataclass
-class ScaleRow:
-    notes: int
-    source: str
-    cold_seconds: float = math.nan
-    progress_events: int = 0
-    warm_median_ms: float = math.nan
-    warm_p95_ms: float = math.nan
-    hit_rate: float = math.nan
-    raw_median_ms: float = math.nan  # the stand-in's /search/smart alone
-    error: str = ""
-
-
-async def _measure(
-    row: ScaleRow, env: dict[str, str], questions: Sequence[Question], calls: int
-) -> ScaleRow:
-    """Cold first query (with progress), then ``calls`` warm ones cycling the questions."""
-    try:
-        async with stdio_session(env, timeout=COLD_TIMEOUT) as session:
-            first = await session.call(
-                SEMANTIC_TOOL, {"query": questions[0].question}, progress=True
-            )
-            row.cold_seconds, row.progress_events = first.seconds, first.progress
-            warm: list[float] = []
-            hits = 0
-            for index in range(calls):
-                question = questions[index % len(questions)]
-                result = await session.call(SEMANTIC_TOOL, {"query": question.question})
-                warm.append(1000 * result.seconds)
-                if index < len(questions):
-                    hits += is_hit(result.text, question.gold)
-    except Exception as exc:  # a timed-out source must not hide the other's figures
-        row.error = describe(exc)
-        print(f"  {row.notes} {row.source}: failed ({row.error})", flush=True)
-        return row
-    row.warm_median_ms, row.warm_p95_ms = median(warm), percentile(warm, 95)
-    row.hit_rate = 100 * hits / min(calls, len(questions))
-    print(
-        f"  {row.notes} {row.source}: cold {row.cold_seconds:.2f}s, "
-        f"warm median {row.warm_median_ms:.0f} ms",
-        flush=True,
-    )
-    return row
-
-
-async def _raw_smart_ms(
-    standin: StandinProcess, questions: Sequence[Question], calls: int
-) -> float:
-    times: list[float] = []
-    async with standin.async_client(timeout=COLD_TIMEOUT) as http:
-        for index in range(calls):
-            body = json.dumps({"query": questions[index % len(questions)].question})
-            started = time.perf_counter()
-            response = await http.post(
-                "/search/smart", content=body, headers={"Content-Type": "text/plain"}
-            )
-            response.raise_for_status()
-            times.append(1000 * (time.perf_counter() - started))
-    return median(times)
-
-
-async def scale(sizes: Sequence[int], work: Path, calls: int) -> list[ScaleRow]:
-    rows: list[ScaleRow] = []
-    config_dir = work / "config"
-    for notes in sizes:
-        out = work / f"gen-{notes}"
-        started = time.perf_counter()
-        generate(out, notes)
-        print(f"  generated {notes} notes in {time.perf_counter() - started:.1f}s", flush=True)
-        questions = load_questions(out / "planted.jsonl")
-        vault = out / "vault"
-        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as probe:
-            if SEMANTIC_TOOL not in await tool_names(probe):
-                print(f"  the server has no {SEMANTIC_TOOL} yet: scale run skipped")
-                return rows
-        env = server_env(vault=vault, config_dir=config_dir)
-        rows.append(await _measure(ScaleRow(notes, "folder"), env, questions, calls))
-        async with StandinProcess(
-            vault,
-            plugin_version="5.1.0",
-            smart="upstream",
-            query_vectors=out / "query_vectors.jsonl",
-            startup_timeout=120,
-        ) as standin:
-            env = server_env(standin=standin, config_dir=config_dir)
-            row = await _measure(ScaleRow(notes, "stand-in"), env, questions, calls)
-            row.raw_median_ms = await _raw_smart_ms(standin, questions, min(calls, 10))
-            rows.append(row)
-        print(f"  {notes} raw /search/smart median {row.raw_median_ms:.0f} ms", flush=True)
-        shutil.rmtree(out)
-    return rows
-
-
-def _fmt(value: float, suffix: str = "", digits: int = 0) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}{suffix}"
-
-
-def scale_report(rows: Sequence[ScaleRow]) -> str:
-    headers = [
-        "notes",
-        "source",
-        "cold first query s",
-        "progress events",
-        "warm median ms",
-        "warm p95 ms",
-        "planted hit rate",
-        "raw /search/smart median ms",
-        "error",
-    ]
-    table = markdown_table(
-        headers,
-        [
-            [
-                r.notes,
-                r.source,
-                _fmt(r.cold_seconds, digits=2),
-                r.progress_events,
-                _fmt(r.warm_median_ms),
-                _fmt(r.warm_p95_ms),
-                _fmt(r.hit_rate, "%"),
-                _fmt(r.raw_median_ms),
-                r.error,
-            ]
-            for r in rows
-        ],
-    )
-    parts = ["## Speed at scale (vault_semantic_query)", "", table]
-    for source in ("folder", "stand-in"):
-        mine = sorted((r for r in rows if r.source == source), key=lambda r: r.notes)
-        if len(mine) >= 2:
-            small, big = mine[0], mine[-1]
-            warm = _fmt(big.warm_median_ms / small.warm_median_ms, digits=1)
-            cold = _fmt(big.cold_seconds / small.cold_seconds, digits=1)
-            parts.append(
-                f"\n{source}: warm median x{warm} and cold x{cold} from {small.notes:,} to "
-                f"{big.notes:,} notes (target at 10,000: warm median <= 200 ms)."
-            )
-    return "\n".join(parts)
-
-
 # --- command line ----------------------------------------------------------------------
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    reports: list[str] = []
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
-        work = Path(tmp)
-        if not args.scale_only:
-            questions = load_questions(args.questions, 5 if args.quick else None)
-            print(f"quality: {len(questions)} questions", flush=True)
-            report, data["quality"] = quality_report(await quality(questions, work))
-            reports.append(report)
-        sizes = args.vault_size or ([50] if args.quick else DEFAULT_SIZES)
-        if args.scale or args.scale_only or args.quick:
-            print(f"scale: {', '.join(map(str, sizes))} notes", flush=True)
-            rows = await scale(sizes, work, 5 if args.quick else WARM_CALLS)
-            data["scale"] = [asdict(r) for r in rows]
-            reports.append(scale_report(rows))
-    data["report"] = "\n\n".join(reports)
+        questions = load_questions(args.questions, 5 if args.quick else None)
+        print(f"quality: {len(questions)} questions", flush=True)
+        data["report"], data["quality"] = quality_report(await quality(questions, Path(tmp)))
     print("\n" + data["report"])
     return data
 
@@ -574,20 +403,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.retrieval_bench",
-        description="Retrieval benchmark: quality, context cost and speed.",
+        description="Retrieval benchmark: answer quality and context cost per strategy.",
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="five questions and a 50-note scale run"
-    )
-    parser.add_argument("--scale", action="store_true", help="also run the scale part")
-    parser.add_argument("--scale-only", action="store_true", help="only the scale part")
-    parser.add_argument(
-        "--vault-size",
-        type=int,
-        nargs="+",
-        default=None,
-        help=f"generated vault sizes for the scale part (default {DEFAULT_SIZES})",
-    )
+    parser.add_argument("--quick", action="store_true", help="five questions only")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     return parser

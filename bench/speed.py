@@ -22,6 +22,7 @@ the overhead of a tool call over its raw REST request reuses
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -30,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import memory_bench, read_overhead, retrieval_bench
+from bench import memory_bench, read_overhead
 from bench.generate_vault import Planted, generate
 from bench.harness import (
     FIXTURE_VAULT,
     KeywordPicker,
+    Question,
     Session,
     is_hit,
     load_questions,
@@ -103,7 +105,6 @@ class SourceRun:
     source: str
     connect_ms: float  # start the server process and initialise the session
     tools: list[ToolTiming]
-    missing: list[str]
     raw_smart_ms: float | None = None  # the stand-in's POST /search/smart alone, median
 
 
@@ -114,13 +115,10 @@ async def time_tools(
     probes: Sequence[Probe],
     calls: int,
     budget_seconds: float,
-) -> tuple[list[ToolTiming], list[str]]:
-    listed = await tool_names(session)
+) -> list[ToolTiming]:
     ids: list[str] = []
     timings: list[ToolTiming] = []
     for tool, make_args in TOOLS.items():
-        if tool not in listed:
-            continue
         args = make_args(probes[0], ids)
         if args is None:
             continue
@@ -156,7 +154,7 @@ async def time_tools(
                 100 * sum(hits) / len(hits) if hits else None,
             )
         )
-    return timings, [tool for tool in TOOLS if tool not in listed]
+    return timings
 
 
 async def _source_run(
@@ -169,9 +167,9 @@ async def _source_run(
 ) -> SourceRun:
     started = time.perf_counter()
     async with stdio_session(env) as session:
-        await tool_names(session)
+        await tool_names(session)  # the first request completes the connection
         connect_ms = 1000 * (time.perf_counter() - started)
-        timings, missing = await time_tools(session, notes, source, probes, calls, budget_seconds)
+        timings = await time_tools(session, notes, source, probes, calls, budget_seconds)
     semantic = next((t for t in timings if t.tool == SEMANTIC), None)
     print(
         f"  {notes:,} notes, {source}: {len(timings)} tools"
@@ -183,7 +181,24 @@ async def _source_run(
         ),
         flush=True,
     )
-    return SourceRun(notes, source, connect_ms, timings, missing)
+    return SourceRun(notes, source, connect_ms, timings)
+
+
+async def raw_smart_search_ms(
+    standin: StandinProcess, questions: Sequence[Question], calls: int
+) -> float:
+    """Median of the stand-in's own POST /search/smart, with no MCP in between."""
+    times: list[float] = []
+    async with standin.async_client(timeout=300) as http:
+        for index in range(calls):
+            body = json.dumps({"query": questions[index % len(questions)].question})
+            started = time.perf_counter()
+            response = await http.post(
+                "/search/smart", content=body, headers={"Content-Type": "text/plain"}
+            )
+            response.raise_for_status()
+            times.append(1000 * (time.perf_counter() - started))
+    return median(times)
 
 
 async def scale(
@@ -214,7 +229,7 @@ async def scale(
             env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
             run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds)
             questions = load_questions(out / "planted.jsonl")
-            run.raw_smart_ms = await retrieval_bench._raw_smart_ms(standin, questions, calls)
+            run.raw_smart_ms = await raw_smart_search_ms(standin, questions, calls)
             runs.append(run)
         shutil.rmtree(out)
     return runs
