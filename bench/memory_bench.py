@@ -123,8 +123,7 @@ async def run(entries: int, runs: int) -> list[Row]:
               f"in {time.perf_counter() - started:.1f} s")
         folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None)
         async with app_lifespan(folder) as state:
-            assert state.memory is not None
-            rows += await measure_store(state.memory, "folder, domain", runs)
+            rows += await measure_store(state.require().memory, "folder, domain", runs)
         rows += await measure_tools(folder, "folder, MCP tool", runs)
 
         rest_vault = root / "rest-vault"
@@ -135,11 +134,11 @@ async def run(entries: int, runs: int) -> list[Row]:
                             cert=Path(standin.cert), config_dir=root / "cfg",
                             request_timeout=60, retry_budget=120)
             async with app_lifespan(rest) as state:
-                assert state.memory is not None and state.vault is not None
-                rows += await measure_store(state.memory, "stand-in, domain", runs)
+                services = state.require()
+                rows += await measure_store(services.memory, "stand-in, domain", runs)
                 # Every recall re-reads the file (no staleness window): the price of the
                 # plugin having no stat or range read for a .jsonl file.
-                always = MemoryStore(state.vault, MEMORY, max_staleness=0)
+                always = MemoryStore(services.vault, MEMORY, max_staleness=0)
                 await always.recall(limit=1)
                 fresh = await timed(max(runs // 5, 5), lambda n: always.recall(tags=["bench"]))
                 rows.append(("stand-in, domain", "recall, file re-read each time", *fresh))

@@ -7,7 +7,6 @@ import posixpath
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from weakref import WeakKeyDictionary
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
@@ -62,7 +61,6 @@ _CONTEXT_TAGS = 6
 
 _LINE_BREAK_RE = re.compile(r"\n")
 
-_retrievers: "WeakKeyDictionary[Vault, Retriever]" = WeakKeyDictionary()
 
 
 def line_of(content: str, offset: int) -> int:
@@ -236,14 +234,6 @@ class Retriever:
         self.semantic = SemanticSources(
             vault.rest, settings.semantic_route, SmartEnvCache(env_dir) if env_dir else None
         )
-
-    @classmethod
-    def for_vault(cls, vault: Vault, settings: Settings) -> "Retriever":
-        """The vault's retriever, created on first use and kept while the vault lives."""
-        retriever = _retrievers.get(vault)
-        if retriever is None:
-            retriever = _retrievers[vault] = cls(vault, settings)
-        return retriever
 
     # -- ranked search ---------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The server's long-lived state: settings, the HTTP client, the vault, the memory store."""
+"""The server's long-lived state: settings, the HTTP client, and what serves the vault (the
+vault itself, the memory store, the retriever and its caches), built once per server run."""
 
 import logging
 from collections.abc import AsyncGenerator
@@ -10,6 +11,7 @@ import httpx
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.memory.store import MemoryStore
+from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.rest import RestSource, build_http_client
@@ -18,23 +20,24 @@ from obsidian_mcp.vault import NoVaultConfigured, Vault
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class VaultServices:
+    vault: Vault
+    memory: MemoryStore
+    retriever: Retriever
+
+
 @dataclass
 class AppState:
     settings: Settings
-    vault: Vault | None
+    services: VaultServices | None
     # Why no vault could be opened; what every tool says until the configuration is fixed.
     unavailable_reason: str
-    memory: MemoryStore | None
 
-    def require_vault(self) -> Vault:
-        if self.vault is None:
+    def require(self) -> VaultServices:
+        if self.services is None:
             raise NoVaultConfigured(self.unavailable_reason)
-        return self.vault
-
-    def require_memory(self) -> MemoryStore:
-        if self.memory is None:
-            raise NoVaultConfigured(self.unavailable_reason)
-        return self.memory
+        return self.services
 
 
 class StateRef:
@@ -82,5 +85,13 @@ async def app_lifespan(
 ) -> AsyncGenerator[AppState, None]:
     async with build_http_client(settings, transport=transport) as http:
         vault, note = await open_vault(settings, http)
-        memory = MemoryStore(vault, settings.memory_path) if vault is not None else None
-        yield AppState(settings=settings, vault=vault, unavailable_reason=note, memory=memory)
+        services = (
+            VaultServices(
+                vault=vault,
+                memory=MemoryStore(vault, settings.memory_path),
+                retriever=Retriever(vault, settings),
+            )
+            if vault is not None
+            else None
+        )
+        yield AppState(settings=settings, services=services, unavailable_reason=note)

@@ -89,7 +89,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         vault_recall.
         """
         with tool_errors():
-            result = await app_state(ctx).require_memory().remember(
+            result = await app_state(ctx).require().memory.remember(
                 content, tags, context, type=type, source=source
             )
         memory = result.memory
@@ -163,7 +163,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """
         state = app_state(ctx)
         with tool_errors():
-            recall = await state.require_memory().recall(
+            recall = await state.require().memory.recall(
                 tags=tags or (),
                 all_tags=match_all_tags,
                 query=query or "",
@@ -189,7 +189,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """Retire one memory that is wrong or no longer useful; it stops appearing in
         vault_recall. To correct a memory, forget it and remember the new version."""
         with tool_errors():
-            memory_store = app_state(ctx).require_memory()
+            memory_store = app_state(ctx).require().memory
             memory = await memory_store.forget(id)
         return "Forgot:\n" + format_memory(memory, memory_store.now())
 
@@ -202,7 +202,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         mime_type="text/markdown",
     )
     async def recent_memories(ctx: Context[AppState], limit: int = _RECENT_DEFAULT) -> str:
-        memory_store = app_state(ctx).require_memory()
+        memory_store = app_state(ctx).require().memory
         memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
         status = await memory_store.status()
         return render_overview(memories, tags, status, memory_store.now())
@@ -220,7 +220,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str, Field(description="Vault path of the handover note.")
         ] = "handover.md",
     ) -> str:
-        memory_store = app_state(ctx).require_memory()
+        memory_store = app_state(ctx).require().memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)
         now = memory_store.now()
         recent = "\n".join(format_memory(m, now) for m in memories) or "(no memories yet)"
@@ -253,7 +253,7 @@ vault_scratch_append and say so.
         ctx: Context[AppState],
         work: Annotated[str, Field(description="The piece of work just finished, in brief.")],
     ) -> str:
-        memory_store = app_state(ctx).require_memory()
+        memory_store = app_state(ctx).require().memory
         _, tags = await memory_store.overview(0)
         known = ", ".join(f"{tag} ({count})" for tag, count in tags[:30]) or "(none yet)"
         return f"""\

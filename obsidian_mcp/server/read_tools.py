@@ -191,7 +191,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         state = app_state(ctx)
         with tool_errors():
             window = await reading.read_note_window(
-                state.require_vault(),
+                state.require().vault,
                 path,
                 heading=heading,
                 offset=offset,
@@ -209,7 +209,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         Use it to decide which section to read with vault_read_note(path, heading=...).
         """
         with tool_errors():
-            outline = await reading.peek_note(app_state(ctx).require_vault(), path)
+            outline = await reading.peek_note(app_state(ctx).require().vault, path)
         return to_json(outline) if format == "json" else format_outline(outline)
 
     @mcp.tool(title="Vault folder tree", annotations=READ_ONLY, structured_output=False)
@@ -227,7 +227,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         argument. It shows no note text; to find content, use vault_semantic_query.
         """
         with tool_errors():
-            node = await reading.vault_tree(app_state(ctx).require_vault(), folder)
+            node = await reading.vault_tree(app_state(ctx).require().vault, folder)
         return to_json(tree_data(node, depth)) if format == "json" else format_tree(node, depth)
 
     @mcp.tool(title="Where a term occurs", annotations=READ_ONLY, structured_output=False)
@@ -248,7 +248,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         use this only to see where a term is concentrated in a large vault.
         """
         with tool_errors():
-            result = await reading.search_map(app_state(ctx).require_vault(), query, folder)
+            result = await reading.search_map(app_state(ctx).require().vault, query, folder)
         return to_json(result) if format == "json" else format_search_map(result)
 
     @mcp.tool(title="Append to the scratch note", annotations=APPEND_ONLY, structured_output=False)
@@ -264,6 +264,6 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         state = app_state(ctx)
         with tool_errors():
             path = await reading.append_scratch(
-                state.require_vault(), state.settings.scratch_path, text, datetime.now(UTC)
+                state.require().vault, state.settings.scratch_path, text, datetime.now(UTC)
             )
         return f"Appended to {path}."

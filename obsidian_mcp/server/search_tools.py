@@ -51,8 +51,7 @@ Concise = Annotated[
 
 
 def _retriever(ctx: Context[AppState]) -> Retriever:
-    state = app_state(ctx)
-    return Retriever.for_vault(state.require_vault(), state.settings)
+    return app_state(ctx).require().retriever
 
 
 def _progress(ctx: Context[AppState]) -> ProgressCallback:

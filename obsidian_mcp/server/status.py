@@ -9,11 +9,11 @@ from obsidian_mcp.server.common import to_json
 
 
 async def status_data(state: AppState) -> dict[str, object]:
-    vault = state.vault
-    if vault is None:
+    if state.services is None:
         return {"vault": None, "problem": state.unavailable_reason}
+    vault = state.services.vault
     status = vault.status()
-    memory = asdict(await state.memory.status()) if state.memory is not None else None
+    memory = asdict(await state.services.memory.status())
     return {
         "live_source": status.live,
         "vault_folder": status.disk,
