@@ -134,10 +134,6 @@ class Vault:
                     pass
             raise NoteNotFound(path, await self.closest_paths(path)) from missing
 
-    async def stat(self, raw_path: str) -> FileStat | None:
-        path = normalize_vault_path(raw_path)
-        return await self._read_op(lambda source: source.stat(path))
-
     async def search_text(self, query: str, context_length: int = 100) -> list[TextSearchHit]:
         return await self._read_op(lambda source: source.search_text(query, context_length))
 

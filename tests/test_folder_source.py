@@ -75,3 +75,18 @@ async def test_search_needs_every_word_and_skips_hidden_notes(vault_dir: Path) -
     assert [(m.start, m.end) for m in hits[0].matches] == [(0, 5), (6, 10), (11, 16)]
     assert await source.search_text("deleted", 100) == []
     assert await source.search_text("alpha leaf", 100) == []
+
+
+@pytest.mark.anyio
+async def test_search_sees_edits_and_never_follows_a_link_out(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    source = FolderSource(vault_dir)
+    assert [hit.path for hit in await source.search_text("alpha", 100)] == ["note.md"]
+    (vault_dir / "note.md").write_text("gamma only, now longer than before")
+    assert await source.search_text("alpha", 100) == []
+    assert [hit.path for hit in await source.search_text("gamma", 100)] == ["note.md"]
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret words")
+    (vault_dir / "link.md").symlink_to(outside)
+    assert await source.search_text("secret", 100) == []

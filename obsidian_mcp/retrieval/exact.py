@@ -28,9 +28,6 @@ class Needles:
     def spans(self, text: str) -> list[tuple[int, int]]:
         return sorted(m.span() for pattern in self.patterns for m in pattern.finditer(text))
 
-    def all_in(self, text: str) -> bool:
-        return all(pattern.search(text) for pattern in self.patterns)
-
 
 def parse_needles(query: str) -> Needles:
     """`"exact phrase" word` -> the phrase and the word; unbalanced quotes are dropped."""

@@ -7,6 +7,7 @@ so two server processes on one vault never interleave their lines.
 import fcntl
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -21,6 +22,10 @@ from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchH
 _SNIFF_BYTES = 8192
 
 
+def mtime_ms(st: os.stat_result) -> int:
+    return st.st_mtime_ns // 1_000_000
+
+
 def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
 
@@ -33,6 +38,9 @@ def decode_text(data: bytes) -> str:
 class FolderSource:
     def __init__(self, root: Path) -> None:
         self._root = root.resolve()
+        # Decoded text by path, with the (mtime, size) it was read at: searches scan every
+        # note, and most have not changed since the last one.
+        self._texts: dict[str, tuple[tuple[int, int], str]] = {}
 
     @property
     def kind(self) -> Literal["folder"]:
@@ -76,7 +84,7 @@ class FolderSource:
         for path in self._walk():
             if is_markdown(path):
                 st = (self._root / path).stat()
-                stats[path] = FileStat(path, int(st.st_mtime * 1000), st.st_size)
+                stats[path] = FileStat(path, mtime_ms(st), st.st_size)
         return stats
 
     async def note_stats(self) -> dict[str, FileStat]:
@@ -90,7 +98,7 @@ class FolderSource:
             st = target.stat()
         except FileNotFoundError:
             return None
-        return FileStat(path, int(st.st_mtime * 1000), st.st_size)
+        return FileStat(path, mtime_ms(st), st.st_size)
 
     async def stat(self, path: str) -> FileStat | None:
         return await anyio.to_thread.run_sync(self._stat, path)
@@ -98,20 +106,30 @@ class FolderSource:
     # -- reading ---------------------------------------------------------------------------
 
     def _read_note(self, path: str) -> NoteData:
-        target = self._resolve(path)
-        if target.is_dir():
-            raise IsAFolder(path)
-        try:
-            with target.open("rb") as handle:
-                st = os.fstat(handle.fileno())
-                data = handle.read()
-        except FileNotFoundError:
-            raise NoteNotFound(path) from None
         if is_hidden(path):
             raise NoteNotFound(path)
-        if looks_binary(data[:_SNIFF_BYTES]):
-            raise NotText(path)
-        return NoteData(path, decode_text(data), FileStat(path, int(st.st_mtime * 1000), len(data)))
+        return self._read_text(path, self._resolve(path))
+
+    def _read_text(self, path: str, target: Path) -> NoteData:
+        try:
+            st = target.stat()
+        except FileNotFoundError:
+            raise NoteNotFound(path) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise IsAFolder(path)
+        cached = self._texts.get(path)
+        if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
+            try:
+                data = target.read_bytes()
+            except FileNotFoundError:
+                raise NoteNotFound(path) from None
+            if looks_binary(data[:_SNIFF_BYTES]):
+                raise NotText(path)
+            # Keyed by the stat taken before reading: a write during the read changes the
+            # modification time, so the next call reads again.
+            cached = ((st.st_mtime_ns, st.st_size), decode_text(data))
+            self._texts[path] = cached
+        return NoteData(path, cached[1], FileStat(path, mtime_ms(st), st.st_size))
 
     async def read_note(self, path: str) -> NoteData:
         return await anyio.to_thread.run_sync(self._read_note, path)
@@ -170,8 +188,13 @@ class FolderSource:
         for path in self._walk():
             if not is_markdown(path):
                 continue
+            target = self._root / path
             try:
-                content = self._read_note(path).content
+                # The walk never enters a linked folder, so only a linked file can lead
+                # outside the vault; resolving every path would dominate the search.
+                if target.is_symlink():
+                    target = self._resolve(path)
+                content = self._read_text(path, target).content
             except (NotText, NoteNotFound, PathRefused):
                 continue
             found = [
