@@ -163,7 +163,8 @@ class SemanticSources:
         if rest is not None and self._custom_route and self._usable("custom-route"):
             try:
                 body = await rest.post_json(self._custom_route, {"query": query})
-                hits = [h for h in normalise_hits(body) if h.path.startswith(folder)]
+                prefix = folder + "/" if folder else ""
+                hits = [h for h in normalise_hits(body) if h.path.startswith(prefix)]
                 return SemanticAnswer("custom-route", tuple(hits[:limit]), "; ".join(notes))
             except VaultError as exc:
                 notes.append(self._failed("custom-route", exc))

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from obsidian_mcp.retrieval.corpus import ProgressCallback
+from obsidian_mcp.retrieval.packing import SearchResult
 from obsidian_mcp.retrieval.quick_context import quick_context
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.render import format_search, search_data
@@ -52,6 +53,12 @@ Concise = Annotated[
 
 def _retriever(ctx: Context[AppState]) -> Retriever:
     return app_state(ctx).require().retriever
+
+
+def _render_search(result: SearchResult, *, format: str, concise: bool) -> str:
+    if format == "json":
+        return to_json(search_data(result, concise=concise))
+    return format_search(result, concise=concise)
 
 
 def _progress(ctx: Context[AppState]) -> ProgressCallback:
@@ -110,9 +117,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 include_context=include_context,
                 progress=_progress(ctx),
             )
-        if format == "json":
-            return to_json(search_data(result, concise=concise))
-        return format_search(result, concise=concise)
+        return _render_search(result, format=format, concise=concise)
 
     @mcp.tool(title="Find exact words or phrases", annotations=READ_ONLY, structured_output=False)
     async def vault_smart_search(
@@ -154,9 +159,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 max_tokens=max_tokens,
                 progress=_progress(ctx),
             )
-        if format == "json":
-            return to_json(search_data(result, concise=concise))
-        return format_search(result, concise=concise)
+        return _render_search(result, format=format, concise=concise)
 
     @mcp.tool(
         title="A note's links, backlinks and similar notes",
