@@ -99,3 +99,7 @@ class UpstreamError(VaultError):
 
 class InvalidArgument(VaultError):
     """An argument the model can correct."""
+
+
+class CompactionRefused(VaultError):
+    """The memory file cannot be rewritten safely through this source; nothing was changed."""

@@ -1,19 +1,23 @@
 """The memory file itself, through the vault folder or through Obsidian's REST API.
 
-Folder: every write holds an exclusive `flock` on the file and is one `os.write` of whole
-lines, so two server processes never interleave; the newline rule (close a torn last line
-first) is applied under the same lock. Compaction writes a sibling and renames it over the
-file while holding the lock. A writer that opened the old file and waited for its lock
-would then append to an orphan, so every writer checks, once it holds the lock, that its
-descriptor is still the file at the path, and opens again if not.
+Folder (used whenever the vault folder is known, with or without Obsidian running): every
+write holds an exclusive `flock` on the file and is one `os.write` of whole lines, so two
+server processes never interleave; the newline rule (close a torn last line first) is
+applied under the same lock. Compaction writes a sibling, locks it, and renames it over
+the file while holding both locks. A writer that opened the old file and waited for its
+lock would then append to an orphan, so every writer checks, once it holds the lock, that
+its descriptor is still the file at the path, and opens again if not. Obsidian itself (a
+REST-only process appending through the plugin) takes no lock: whatever it appended to the
+old file between compaction's read and its rename is carried over to the new file.
 
-REST: the plugin has no cheap stat and no range read for a non-markdown file, so a refresh
-GETs the whole file and parses only the bytes after the anchor; without a vault folder
-beside it, that GET happens at most every `max_staleness` seconds (this server's own writes
-are applied to the index at once). With the folder configured too, reads come from the
-disk, which Obsidian has written before it answers. Appends POST whole lines; a POST that
-timed out or lost its connection may have landed, so the file is read back and only lines
-that are missing are sent again.
+REST alone (no vault folder): the plugin has no cheap stat and no range read for a
+non-markdown file, so a refresh GETs the whole file and parses only the bytes after the
+anchor, at most every `max_staleness` seconds (this server's own writes are applied to the
+index at once). Appends POST whole lines; a POST that timed out or lost its connection may
+have landed, so the file is read back and only lines that are missing are sent again.
+Compaction is refused: the plugin can neither lock nor rename, so a rewrite (GET, then PUT)
+would erase whatever another client appended in between, and nothing can prove afterwards
+that no one did. The file keeps its retired lines until a process with the folder compacts.
 """
 
 import fcntl
@@ -28,6 +32,7 @@ from typing import Protocol
 import anyio.to_thread
 
 from obsidian_mcp.errors import (
+    CompactionRefused,
     NoteNotFound,
     ObsidianConnectionLost,
     ObsidianTimeout,
@@ -57,6 +62,10 @@ class Compaction:
 class MemoryLog(Protocol):
     def describe(self) -> str: ...
 
+    def compaction_refused(self) -> str | None:
+        """Why this log cannot be compacted safely, or None when it can."""
+        ...
+
     async def refresh(self, reader: LogReader) -> LogReader:
         """The reader brought up to the file's end (a new reader if the file was rewritten)."""
         ...
@@ -70,6 +79,25 @@ class MemoryLog(Protocol):
 
 def _lines(records: list[Record]) -> bytes:
     return "".join(encode(record) for record in records).encode("utf-8")
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    written = os.write(handle, data)
+    while written < len(data):  # a short write is finished while we hold the lock
+        written += os.write(handle, data[written:])
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """`data` up to its last newline: a line still being written is not carried over."""
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _fsync_directory(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def catch_up(reader: LogReader, data: bytes) -> LogReader:
@@ -112,6 +140,9 @@ class DiskLog:
 
     def describe(self) -> str:
         return f"vault folder ({self._target})"
+
+    def compaction_refused(self) -> str | None:
+        return None
 
     def _catch_up(self, handle: int, reader: LogReader) -> LogReader:
         st = os.fstat(handle)
@@ -164,9 +195,7 @@ class DiskLog:
             size = os.fstat(handle).st_size
             if size and os.pread(handle, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a torn last line is closed, never glued to ours
-            written = os.write(handle, data)
-            while written < len(data):  # a short write is finished while we hold the lock
-                written += os.write(handle, data[written:])
+            _write_all(handle, data)
             return self._catch_up(handle, reader), records
         finally:
             os.close(handle)  # releases the lock
@@ -180,17 +209,25 @@ class DiskLog:
             data = os.pread(handle, os.fstat(handle).st_size, 0)
             kept, reader, report = compacted(data)
             temporary = self._target.with_name(f".{self._target.name}.{os.getpid()}.tmp")
-            with temporary.open("wb") as out:
-                out.write(kept)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, self._target)
-            directory = os.open(self._target.parent, os.O_RDONLY)
+            fresh = os.open(temporary, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.fsync(directory)  # the rename itself survives a crash
+                # Locked before it becomes the file: a writer that opens the new file waits
+                # until the carried-over lines below are in.
+                fcntl.flock(fresh, fcntl.LOCK_EX)
+                _write_all(fresh, kept)
+                os.fsync(fresh)
+                os.replace(temporary, self._target)
+                _fsync_directory(self._target.parent)  # the rename itself survives a crash
+                late = _whole_lines(os.pread(handle, os.fstat(handle).st_size, len(data)))
+                if late:
+                    # Appended to the old file by a writer that takes no lock (Obsidian,
+                    # for a REST-only process) after our read: carried over, not lost.
+                    _write_all(fresh, late)
+                    os.fsync(fresh)
+                    reader.consume(late)
+                st = os.fstat(fresh)
             finally:
-                os.close(directory)
-            st = os.stat(self._target)
+                os.close(fresh)
             self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
             return reader, report
         finally:
@@ -202,19 +239,23 @@ class DiskLog:
 
 
 class RestLog:
-    def __init__(
-        self, vault: Vault, path: str, *, disk: DiskLog | None, max_staleness: float
-    ) -> None:
+    def __init__(self, vault: Vault, path: str, *, max_staleness: float) -> None:
         self._vault = vault
         self._path = path
-        self._disk = disk
         self._max_staleness = max_staleness
         self._fetched_at = -float("inf")
 
     def describe(self) -> str:
         rest = self._vault.rest
-        where = rest.describe() if rest is not None else "the REST API"
-        return where + (", read from the vault folder" if self._disk is not None else "")
+        return rest.describe() if rest is not None else "the REST API"
+
+    def compaction_refused(self) -> str | None:
+        return (
+            "The memory file is not compacted through the REST API alone: Obsidian cannot "
+            "lock or rename it, so rewriting it could erase a memory another client saves at "
+            "the same moment. Set OBSIDIAN_VAULT_PATH to the vault folder and compaction runs "
+            "on disk, under a lock; until then retired entries stay in the file and are ignored."
+        )
 
     async def _get(self) -> bytes:
         try:
@@ -224,15 +265,10 @@ class RestLog:
         self._fetched_at = time.monotonic()
         return content.encode("utf-8")
 
-    async def _read(self, reader: LogReader, *, force: bool) -> LogReader:
-        if self._disk is not None:
-            return await self._disk.refresh(reader)
-        if not force and time.monotonic() - self._fetched_at < self._max_staleness:
+    async def refresh(self, reader: LogReader) -> LogReader:
+        if time.monotonic() - self._fetched_at < self._max_staleness:
             return reader
         return catch_up(reader, await self._get())
-
-    async def refresh(self, reader: LogReader) -> LogReader:
-        return await self._read(reader, force=False)
 
     async def _post(self, records: list[Record]) -> None:
         data = _lines(records)
@@ -257,7 +293,7 @@ class RestLog:
         raise failure
 
     async def append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
-        reader = await self._read(reader, force=False)
+        reader = await self.refresh(reader)
         records = build(reader.index)
         if records:
             await self._post(records)
@@ -267,12 +303,4 @@ class RestLog:
         return reader, records
 
     async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
-        del reader  # compaction starts from the file as it is now
-        # The plugin cannot lock or rename: an append from another client that lands
-        # between this read and the PUT is lost. This server's own appends wait (the store
-        # holds its lock), so only a second server on the same Obsidian is exposed.
-        kept, fresh, report = compacted(await self._get())
-        await self._vault.write(self._path, kept.decode("utf-8"))
-        if self._disk is None:
-            return fresh, report  # the PUT body is the file now
-        return await self._disk.refresh(fresh), report
+        raise CompactionRefused(self.compaction_refused() or "")

@@ -161,6 +161,11 @@ def render_overview(
         problems.append(f"{_plural(status.invalid_lines, 'invalid line')} skipped")
     if status.torn_tail:
         problems.append("a torn last line (an interrupted write) skipped")
+    if status.compaction_refused and status.dead_lines:
+        problems.append(
+            f"{_plural(status.dead_lines, 'retired line')} kept: compaction needs the vault "
+            "folder (OBSIDIAN_VAULT_PATH)"
+        )
     if problems:
         lines.append("File: " + "; ".join(problems) + ".")
     if tags:

@@ -72,6 +72,8 @@ class MemoryStatus:
     dead_lines: int
     invalid_lines: int
     torn_tail: bool
+    # Why the file is never compacted through this source (REST alone), or None.
+    compaction_refused: str | None
 
 
 def _criteria(tags: tuple[str, ...], all_tags: bool, text: str, kind: str | None) -> list[str]:
@@ -116,11 +118,12 @@ class MemoryStore:
                     "files. Set OBSIDIAN_MEMORY_PATH to a visible path such as "
                     "'obsidian-mcp/memory.jsonl'."
                 )
-            disk = DiskLog(vault.disk.root, self.path) if vault.disk is not None else None
-            if vault.rest is None and disk is not None:
-                self._log = disk
+            # With the folder known, the file is read and written on disk even while
+            # Obsidian runs: only there can appends and compaction share a lock.
+            if vault.disk is not None:
+                self._log = DiskLog(vault.disk.root, self.path)
             else:
-                self._log = RestLog(vault, self.path, disk=disk, max_staleness=max_staleness)
+                self._log = RestLog(vault, self.path, max_staleness=max_staleness)
         except VaultError as exc:
             self._problem = exc
 
@@ -139,7 +142,8 @@ class MemoryStore:
         """Append what `build` decides, then compact if the file is mostly dead; locked."""
         self._reader, records = await self._file().append(self._reader, build)
         index = self._reader.index
-        if records and index.dead_lines >= max(self._compact_min_dead, index.live_count):
+        mostly_dead = index.dead_lines >= max(self._compact_min_dead, index.live_count)
+        if records and mostly_dead and self._file().compaction_refused() is None:
             await self._compact()
         return records
 
@@ -278,6 +282,7 @@ class MemoryStore:
                 dead_lines=index.dead_lines,
                 invalid_lines=reader.invalid_lines,
                 torn_tail=reader.torn_tail,
+                compaction_refused=self._file().compaction_refused(),
             )
 
     def now(self) -> datetime:
