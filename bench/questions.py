@@ -55,7 +55,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bench.harness import FIXTURE_VAULT, QUESTIONS, collapse, gold_found, strip_markdown
+from bench.harness import (
+    FIXTURE_VAULT,
+    QUESTIONS,
+    Question,
+    collapse,
+    gold_found,
+    strip_markdown,
+)
 from obsidian_mcp.retrieval.keyword import terms
 
 CATEGORIES = (
@@ -280,6 +287,27 @@ def assign_splits(rows: Sequence[dict[str, Any]], seed: str = SPLIT_SEED) -> int
             row["split"] = "heldout" if id(row) in chosen else "dev"
             changed += 1
     return changed
+
+
+def question_groups(questions: Sequence[Question]) -> dict[str, set[str]]:
+    """The slices the benchmark reports apart, in report order, as sets of question ids:
+    all, each split, each batch, each category, each trait. Empty slices are left out."""
+    slices: dict[str, list[bool]] = {
+        "all": [True] * len(questions),
+        "dev": [q.split == "dev" for q in questions],
+        "held-out": [q.split == "heldout" for q in questions],
+        "original 58": [q.batch == ORIGINAL for q in questions],
+        "new (issue 9)": [q.batch not in ("", ORIGINAL) for q in questions],
+    }
+    present = {q.category for q in questions}
+    categories = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+    slices |= {c: [q.category == c for q in questions] for c in categories}
+    slices |= {f"trait: {t}": [t in q.traits for q in questions] for t in TRAITS}
+    groups = {
+        name: {q.id for q, member in zip(questions, members, strict=True) if member}
+        for name, members in slices.items()
+    }
+    return {name: ids for name, ids in groups.items() if ids}
 
 
 def main(argv: list[str] | None = None) -> int:
