@@ -31,6 +31,9 @@ Questions are written from the vault (``fixtures/vault``), never from search res
 - ``two-file``: two golds, in two different notes.
 - At least ``MINIMUM`` questions in all and ``MINIMUM_PER_CATEGORY`` in the named categories.
 - In every category, a third of the questions (rounded, +-1) are held out.
+- Every question has its real all-MiniLM-L6-v2 vector in ``fixtures/query_vectors.jsonl``
+  (made by ``scripts/embed_fixtures.py``): the stand-in's ``/search/smart`` would
+  otherwise fall back, silently, to an approximation from the notes' words.
 
 **The split.** The held-out third is drawn once, at random (``SPLIT_SEED``), in each
 category apart, before any tuning, and never changes: ``split`` only gives rows that have
@@ -57,6 +60,7 @@ from typing import Any
 
 from bench.harness import (
     FIXTURE_VAULT,
+    QUERY_VECTORS,
     QUESTIONS,
     Question,
     collapse,
@@ -82,6 +86,7 @@ MINIMUM_PER_CATEGORY = {"paraphrase": 20, "deep-session": 20, "two-file": 12}
 # Past the first few thousand characters: beyond what a note's first passages or a
 # 16 KB Smart Connections block's opening words carry.
 DEEP_OFFSET = 3000
+EMBEDDING_DIMENSIONS = 384  # all-MiniLM-L6-v2, the fixture vectors' model
 SPLIT_SEED = "obsidian-mcp questions, issue 9"
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -269,6 +274,20 @@ def problems(rows: Sequence[dict[str, Any]], notes: dict[str, str]) -> list[str]
     return found
 
 
+def missing_query_vectors(rows: Sequence[dict[str, Any]], path: Path = QUERY_VECTORS) -> list[str]:
+    """One line per question that has no query vector for the stand-in."""
+    known = {
+        str(row["query"]).strip()
+        for row in map(json.loads, path.read_text("utf-8").splitlines())
+        if len(row.get("vec", ())) == EMBEDDING_DIMENSIONS
+    }
+    return [
+        f"{row.get('id')}: no query vector in {path.name}; run scripts/embed_fixtures.py"
+        for row in rows
+        if str(row.get("question", "")).strip() not in known
+    ]
+
+
 def assign_splits(rows: Sequence[dict[str, Any]], seed: str = SPLIT_SEED) -> int:
     """Give each row without a split one, in place: per category, enough new rows drawn at
     random to make a third of the category held out (originals stay dev); return how many
@@ -321,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         write_rows(rows, args.questions)
         print(f"{changed} rows given a split", file=sys.stderr)
     notes = vault_notes()
-    found = problems(rows, notes)
+    found = problems(rows, notes) + missing_query_vectors(rows)
     for row in rows:
         original = row.get("category") == "paraphrase" and row.get("batch") == ORIGINAL
         if original and (shared := shared_terms(row, notes)):

@@ -25,9 +25,9 @@ the same vault (a temporary copy of ``fixtures/vault``):
 
 Hit, tokens and keywords are defined in ``bench/harness.py``; the question set, its
 slices and its held-out split in ``bench/questions.py``. Every figure is given for the
-whole set and for each slice (dev, held-out, original 58, new, each category, each trait). Results (with every
-response, for inspection) go to ``bench/out/retrieval-<time>.json`` and a markdown report
-is printed.
+whole set and for each slice (dev, held-out, original 58, new, each category, each trait).
+Results (with every response, for inspection) go to ``bench/out/retrieval-<time>.json``
+and a markdown report is printed.
 
 Speed at scale (generated vaults of 1,000 to 10,000 notes) is measured by
 ``python -m bench`` (``bench/speed.py``), which runs this module's strategies too.

@@ -12,6 +12,7 @@ from bench.harness import load_questions
 from bench.questions import (
     DEEP_OFFSET,
     assign_splits,
+    missing_query_vectors,
     note_passages,
     problems,
     read_rows,
@@ -35,6 +36,7 @@ def test_the_question_set_keeps_every_rule(
     rows: list[dict[str, Any]], notes: dict[str, str]
 ) -> None:
     assert problems(rows, notes) == []
+    assert missing_query_vectors(rows) == []
     assert len(strict_paraphrases(rows, notes)) >= 20
     assert [row["id"] for row in rows[:58]] == [f"q{n:02d}" for n in range(1, 59)]
 
@@ -79,6 +81,13 @@ def test_the_checker_names_each_broken_rule(
     assert "must be dev" in about("x-held")
     assert "category 'trivia'" in about("x-kind")
     assert any("fewer than 100" in p for p in found)
+
+
+def test_a_question_without_a_query_vector_is_named(rows: list[dict[str, Any]]) -> None:
+    unseen = _row(rows, "q01", id="x-new", question="Who is Admiral Pocket, really?")
+    assert missing_query_vectors([rows[0], unseen]) == [
+        "x-new: no query vector in query_vectors.jsonl; run scripts/embed_fixtures.py"
+    ]
 
 
 def test_original_paraphrases_that_share_words_are_kept_but_not_counted(
