@@ -25,6 +25,12 @@ top) and are neither counted nor checked. A strategy stops as soon as the answer
 A hit is checked on each response and on the strings inside it when it is JSON (an agent
 reads ``\\u00e9`` as ``é``), with ``harness.is_hit``.
 
+Every question set slice (``bench.questions.question_groups``: all, dev and held-out, the
+original 58 and the new ones, each category, each trait) is summarised apart for the
+strategies that answer from one ``vault_semantic_query`` (``FIRST_RESPONSE``): hit after
+the first response, hit within two calls (the second being the read the first suggests),
+and the first response's median tokens.
+
 The same run also gives ``retrieval_bench.quality_report`` its five strategies (with the
 raw ``/search/simple`` plus whole-note baseline over plain HTTP), so the Retrieval
 issue's figures come from this run too.
@@ -54,6 +60,7 @@ from bench.harness import (
     stdio_session,
 )
 from bench.peer import CONTEXT_LENGTH, PeerInstall, peer_calls, peer_session
+from bench.questions import question_groups
 from bench.retrieval_bench import Outcome, copy_vault
 from tests.standin.process import StandinProcess
 
@@ -61,6 +68,9 @@ SMART_SEARCH = "vault_smart_search"
 QUICK_CONTEXT = "vault_quick_context"
 READ_NOTE = "vault_read_note"
 KEYWORD_CATEGORY = "exact-keyword"
+# The strategies that answer from one vault_semantic_query call (then the read it
+# suggests): the retrieval pipeline issue's "first response" and "within two calls".
+FIRST_RESPONSE = ("semantic", "keyword", "folder+vectors")
 _READ_HINT = re.compile(
     r'vault_read_note\(path=("(?:[^"\\]|\\.)*")(?:, heading=("(?:[^"\\]|\\.)*"))?\)'
 )
@@ -115,6 +125,7 @@ class Trace:
     hit_two: bool
     hit: bool
     tokens: int  # up to and including the call that showed the answer; all on a miss
+    first_tokens: int  # of the first response alone
     calls: int
     texts: list[str]
     error: str = ""
@@ -145,6 +156,7 @@ def trace(question: Question, calls: Sequence[CallResult], error: str = "") -> T
         answered_at is not None and answered_at <= 2,
         answered_at is not None,
         sum(call.tokens for call in calls[:used]),
+        calls[0].tokens if calls else 0,
         used,
         [call.text for call in calls[:used]],
         error,
@@ -245,6 +257,7 @@ def summarise(traces: Sequence[Trace]) -> dict[str, float]:
         "hit": 100 * sum(t.hit for t in traces) / count,
         "median_tokens": median(tokens),
         "p90_tokens": percentile(tokens, 90),
+        "median_first_tokens": median([t.first_tokens for t in traces]),
         "mean_calls": sum(t.calls for t in traces) / count,
         "errors": sum(1 for t in traces if t.error),
     }
@@ -304,7 +317,8 @@ async def economy(
                 traces[name], outcomes[name] = await run_traced(
                     name, recorder, semantic_step(recorder), questions
                 )
-    quality_md, quality = retrieval_bench.quality_report(outcomes)
+    quality_md, quality = retrieval_bench.quality_report(outcomes, questions)
+    groups = question_groups(questions)
     sample = questions[0]
     return {
         "seconds": time.perf_counter() - started,
@@ -315,6 +329,14 @@ async def economy(
         "traces": {
             name: [{k: v for k, v in asdict(t).items() if k != "texts"} for t in found]
             for name, found in traces.items()
+        },
+        "first_two_by_group": {
+            name: {
+                group: summarise([t for t in traces[name] if t.question in ids])
+                for group, ids in groups.items()
+            }
+            for name in FIRST_RESPONSE
+            if name in traces
         },
         "quality_markdown": quality_md,
         "quality": quality,

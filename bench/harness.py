@@ -76,11 +76,15 @@ class Question:
     gold: tuple[str, ...]
     category: str
     folder: str | None = None
+    split: str = "dev"
+    batch: str = ""
+    traits: tuple[str, ...] = ()
 
 
 def load_questions(path: Path = QUESTIONS, limit: int | None = None) -> list[Question]:
     """Questions from JSON lines: ``question``, ``gold`` (a string or a list of strings, all
-    required), ``category``, and optional ``id`` and ``folder`` (the scope to search in)."""
+    required), ``category``, and optional ``id``, ``folder`` (the scope to search in),
+    ``split``, ``batch`` and ``traits`` (``bench/questions.py`` says what they mean)."""
     out: list[Question] = []
     for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
         if not line.strip():
@@ -94,6 +98,9 @@ def load_questions(path: Path = QUESTIONS, limit: int | None = None) -> list[Que
                 gold=(gold,) if isinstance(gold, str) else tuple(str(g) for g in gold),
                 category=str(row.get("category", "uncategorised")),
                 folder=row.get("folder") or None,
+                split=str(row.get("split", "dev")),
+                batch=str(row.get("batch", "")),
+                traits=tuple(str(t) for t in row.get("traits", ())),
             )
         )
     return out[:limit] if limit is not None else out
@@ -106,7 +113,7 @@ def count_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-def _collapse(text: str) -> str:
+def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
@@ -128,9 +135,9 @@ def strip_markdown(text: str) -> str:
 
 
 def gold_found(response: str, gold: str) -> bool:
-    if _collapse(gold) in _collapse(response):
+    if collapse(gold) in collapse(response):
         return True
-    return _collapse(strip_markdown(gold)) in _collapse(strip_markdown(response))
+    return collapse(strip_markdown(gold)) in collapse(strip_markdown(response))
 
 
 def is_hit(response: str, golds: Iterable[str]) -> bool:

@@ -23,9 +23,11 @@ the same vault (a temporary copy of ``fixtures/vault``):
    raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
    on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
 
-Hit, tokens and keywords are defined in ``bench/harness.py``. Results (with every
-response, for inspection) go to ``bench/out/retrieval-<time>.json`` and a markdown report
-is printed.
+Hit, tokens and keywords are defined in ``bench/harness.py``; the question set, its
+slices and its held-out split in ``bench/questions.py``. Every figure is given for the
+whole set and for each slice (dev, held-out, original 58, new, each category, each trait).
+Results (with every response, for inspection) go to ``bench/out/retrieval-<time>.json``
+and a markdown report is printed.
 
 Speed at scale (generated vaults of 1,000 to 10,000 notes) is measured by
 ``python -m bench`` (``bench/speed.py``), which runs this module's strategies too.
@@ -65,6 +67,7 @@ from bench.harness import (
     server_env,
     stdio_session,
 )
+from bench.questions import question_groups
 from tests.standin.process import StandinProcess
 
 SEMANTIC_TOOL = "vault_semantic_query"
@@ -293,7 +296,9 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
     }
 
 
-def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, Any]]:
+def quality_report(
+    results: dict[str, list[Outcome]], questions: Sequence[Question]
+) -> tuple[str, dict[str, Any]]:
     summary = {name: summarise(results[name]) for name in STRATEGIES if name in results}
     rows = [
         [
@@ -313,22 +318,23 @@ def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, An
             ["strategy", "hit rate", "median tokens", "p90 tokens", "calls", "median ms"], rows
         ),
     ]
-    categories = sorted({o.category for outcomes in results.values() for o in outcomes})
-    by_category: dict[str, dict[str, dict[str, float]]] = {}
-    cat_rows: list[list[object]] = []
-    for category in categories:
-        row: list[object] = [category]
+    by_group: dict[str, dict[str, dict[str, float]]] = {}
+    group_rows: list[list[object]] = []
+    for group, ids in question_groups(questions).items():
+        row: list[object] = [group, len(ids)]
         for name in summary:
-            picked = [o for o in results[name] if o.category == category]
-            stats = summarise(picked)
-            by_category.setdefault(category, {})[name] = stats
+            stats = summarise([o for o in results[name] if o.question in ids])
+            by_group.setdefault(group, {})[name] = stats
             row.append(f"{stats['hit_rate']:.0f}% / {stats['median_tokens']:.0f}")
-        cat_rows.append(row)
+        group_rows.append(row)
+    categories = {q.category for q in questions}
+    by_category = {group: stats for group, stats in by_group.items() if group in categories}
     parts += [
         "",
-        "Per category (hit rate / median tokens):",
+        "Per slice of the question set (hit rate / median tokens); held-out questions are "
+        "never tuned on (`bench/questions.py`):",
         "",
-        markdown_table(["category", *summary], cat_rows),
+        markdown_table(["questions", "n", *summary], group_rows),
     ]
     ratios: dict[str, dict[str, float | bool]] = {}
     if "semantic" in summary:
@@ -381,6 +387,7 @@ def quality_report(results: dict[str, list[Outcome]]) -> tuple[str, dict[str, An
     data = {
         "summary": summary,
         "by_category": by_category,
+        "by_group": by_group,
         "ratios": ratios,
         "outcomes": {name: [asdict(o) for o in outs] for name, outs in results.items()},
     }
@@ -395,7 +402,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
         questions = load_questions(args.questions, 5 if args.quick else None)
         print(f"quality: {len(questions)} questions", flush=True)
-        data["report"], data["quality"] = quality_report(await quality(questions, Path(tmp)))
+        results = await quality(questions, Path(tmp))
+        data["report"], data["quality"] = quality_report(results, questions)
     print("\n" + data["report"])
     return data
 

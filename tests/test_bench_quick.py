@@ -77,6 +77,8 @@ async def test_quality_run_produces_figures(tmp_path: Path) -> None:
     for name, outcomes in results.items():
         assert [o.question for o in outcomes] == [q.id for q in questions], name
         assert all(not o.error and o.tokens > 0 and o.calls >= 1 for o in outcomes), name
-    report, data = retrieval_bench.quality_report(results)
+    report, data = retrieval_bench.quality_report(results, questions)
     assert set(data["summary"]) == expected
     assert all(f"| {name} |" in report for name in expected)
+    assert set(data["by_group"]) >= {"all", "dev", "original 58", "exact-keyword"}
+    assert data["by_group"]["all"]["semantic"]["questions"] == len(questions)

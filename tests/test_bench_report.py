@@ -19,6 +19,7 @@ SECTIONS = (
     "# obsidian-mcp benchmark report",
     "## Targets",
     "## Context economy",
+    "### Answer in the first response, and within two calls, per slice",
     "### Retrieval issue figures",
     "## The peer's raw answer",
     "## Speed and scale",
@@ -48,7 +49,7 @@ def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
     assert "python -m bench --quick" in report
     assert "(installed 0." in report  # the peer's version, read from its environment
     assert "mcp-obsidian, call 1" in report  # and its raw answer
-    for row in ("| peer |", "| drill-down |", "| simple+note |"):
+    for row in ("| peer |", "| drill-down |", "| simple+note |", "| original 58 |", "| dev |"):
         assert row in report
     for chart in (ECONOMY_CHART, SCALE_CHART):
         assert f"]({chart})" in report
