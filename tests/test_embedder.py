@@ -27,6 +27,7 @@ from obsidian_mcp.index.embedder import (
 from obsidian_mcp.index.smart_blocks import block_text, note_text, read_vault
 from obsidian_mcp.index.smart_env import read_legacy
 from tests.conftest import FIXTURE_VAULT, REPO_ROOT
+from tests.test_cli import run_cli
 
 
 def fixture_script() -> ModuleType:
@@ -137,6 +138,15 @@ def test_load_embedder_names_the_fetch_command_for_an_unfetched_model(tmp_path: 
     assert embedder is None
     assert "obsidian-mcp model fetch Xenova/bge-small-en-v1.5" in reason
     assert str(cached_model_folder(tmp_path, "Xenova/bge-small-en-v1.5")) in reason
+
+
+def test_doctor_names_the_model_or_why_there_is_none(tmp_path: Path) -> None:
+    env = {"OBSIDIAN_VAULT_PATH": str(FIXTURE_VAULT), "OBSIDIAN_CACHE_DIR": str(tmp_path)}
+    healthy = run_cli("doctor", env=env)
+    assert f"[ok  ] embedding model: {DEFAULT_MODEL_ID} (384-d" in healthy.stdout
+    broken = run_cli("doctor", env={**env, "OBSIDIAN_MODEL_PATH": str(tmp_path)})
+    assert "[WARN] embedding model: none: search by meaning falls back to keywords" in broken.stdout
+    assert "has no model.onnx or tokenizer.json" in broken.stdout
 
 
 class CountingEmbedder:

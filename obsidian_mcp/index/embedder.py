@@ -180,6 +180,9 @@ class OnnxEmbedder:
         # on a 2-core machine a second ONNX thread would take the loop's core.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Idle pool threads would spin waiting for work, burning the core the event loop
+        # and the other processes need; they sleep instead.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session: Any = ort.InferenceSession(
             str(files.onnx), options, providers=["CPUExecutionProvider"]
         )
