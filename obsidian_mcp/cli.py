@@ -1,4 +1,4 @@
-"""Command line: serve (stdio MCP), call one tool, doctor, trust.
+"""Command line: serve (stdio MCP), call one tool, doctor, trust, model fetch.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -18,6 +18,7 @@ from mcp.types import TextContent
 from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.server import build_server
 
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
@@ -74,6 +75,17 @@ async def _trust(settings: Settings) -> int:
     return 0
 
 
+def _fetch(settings: Settings, name: str) -> int:
+    try:
+        folder = fetch_model(name, cache_dir=settings.cache_dir, hub_url=settings.model_hub_url)
+    except ModelFetchError as exc:
+        print(f"Could not fetch {name}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{name} stored in {folder}")
+    print(f"Use it with OBSIDIAN_MODEL={name}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="obsidian-mcp", description="An MCP server for an Obsidian vault."
@@ -92,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--vault", type=Path, help=vault_help)
     trust = commands.add_parser("trust", help="download and store the plugin's certificate")
     trust.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
+    model = commands.add_parser("model", help="manage the embedding model")
+    model.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    fetch = model_commands.add_parser(
+        "fetch", help="download a model by name into the cache (needs internet access)"
+    )
+    fetch.add_argument("name", help="the model's name on the hub, e.g. Xenova/all-MiniLM-L6-v2")
     return parser
 
 
@@ -107,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments))
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
+    elif args.command == "model":
+        code = _fetch(settings, args.name)
     else:
         code = anyio.run(_trust, settings)
     sys.exit(code)

