@@ -3,6 +3,7 @@
     python -m bench --full      # the report: all questions, 1,000 to 10,000 notes,
                                 # memory at 1,000 to 100,000 entries
     python -m bench --quick     # a handful of questions, a 200-note vault (CI, ~1 min)
+    python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
@@ -33,9 +34,12 @@ from typing import Any
 
 import anyio
 
-from bench import economy, report, speed
+from bench import economy, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
+
+
+SOAK_CHART = "soak.png"
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,25 @@ def parser() -> argparse.ArgumentParser:
         help="the peer's own environment, made on first use (default bench/out/peer-venv/)",
     )
     parser.add_argument("--verbose", action="store_true", help="leave children's stderr on")
+    parser.add_argument(
+        "--soak",
+        type=float,
+        metavar="MINUTES",
+        help="run only the soak for MINUTES and replace its section of REPORT.md",
+    )
     return parser
+
+
+def run_section(args: argparse.Namespace, log: Path | None) -> Path:
+    """One of the long runs that write their own section of REPORT.md."""
+    with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
+        result = anyio.run(soak.soak, args.soak, Path(work), log)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"soak-{stamp}.json").write_text(
+        json.dumps(asdict(result), indent=1) + "\n", "utf-8"
+    )
+    soak.chart(result, args.out / SOAK_CHART)
+    return report.write_section(args.out, "soak", soak.section(result, SOAK_CHART))
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -186,6 +208,10 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
+    if args.soak is not None:
+        path = run_section(args, log)
+        print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
+        return path
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         results = anyio.run(measure, plan, args.cache, args.peer_venv, Path(work))
     results |= {
