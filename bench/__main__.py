@@ -38,7 +38,6 @@ from bench import economy, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
-
 SOAK_CHART = "soak.png"
 
 

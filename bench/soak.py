@@ -177,7 +177,10 @@ class Soak:
             ("vault_find_related", {"path": path}),
             ("vault_peek_file", {"path": path}),
             ("vault_recall", {"query": "soak"}),
-            ("vault_remember", {"content": f"soak memory {n}", "tags": ["soak"], "context": "soak"}),
+            (
+                "vault_remember",
+                {"content": f"soak memory {n}", "tags": ["soak"], "context": "soak"},
+            ),
             ("vault_forget", {"id": self.remembered.pop()})
             if self.remembered
             else ("vault_tree", {}),
