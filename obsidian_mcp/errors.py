@@ -40,6 +40,14 @@ class NotText(VaultError):
         )
 
 
+class NotReadable(VaultError):
+    """A file the vault lists but no note can come from: a pipe, a socket, a device, or a
+    file this process may not read. Searches skip it; reading it names why."""
+
+    def __init__(self, path: str, why: str, fix: str) -> None:
+        super().__init__(f"{path!r} cannot be read: {why}. Searches skip it; {fix}")
+
+
 class ObsidianUnreachable(VaultError):
     def __init__(self, url: str, detail: str) -> None:
         super().__init__(
