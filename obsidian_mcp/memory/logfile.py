@@ -35,6 +35,7 @@ from obsidian_mcp.errors import (
 )
 from obsidian_mcp.memory.index import LogReader, MemoryIndex
 from obsidian_mcp.memory.model import Record, encode
+from obsidian_mcp.sources.folder import append_whole
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def compacted(data: bytes) -> tuple[bytes, LogReader, Compaction]:
 class DiskLog:
     def __init__(self, root: Path, path: str) -> None:
         self._target = root / path
+        self._path = path
         real = self._target.resolve()
         if not real.is_relative_to(root.resolve()):
             raise PathRefused(f"The memory file {path!r} is a link that leaves the vault.")
@@ -164,9 +166,7 @@ class DiskLog:
             size = os.fstat(handle).st_size
             if size and os.pread(handle, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a torn last line is closed, never glued to ours
-            written = os.write(handle, data)
-            while written < len(data):  # a short write is finished while we hold the lock
-                written += os.write(handle, data[written:])
+            append_whole(handle, data, size, self._path)
             return self._catch_up(handle, reader), records
         finally:
             os.close(handle)  # releases the lock

@@ -4,6 +4,7 @@ Blocking file I/O runs on worker threads. Appends take an exclusive `flock` on t
 so two server processes on one vault never interleave their lines.
 """
 
+import errno
 import fcntl
 import os
 import re
@@ -19,6 +20,7 @@ from obsidian_mcp.errors import (
     NoteNotFound,
     NotReadable,
     NotText,
+    OutOfSpace,
     PathRefused,
     VaultError,
 )
@@ -53,6 +55,24 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
 
 def _not_a_file(path: str) -> NotReadable:
     return NotReadable(path, "it is not a regular file (a pipe, socket or device)", "read a note.")
+
+
+_NO_SPACE = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EFBIG: "EFBIG"}
+
+
+def append_whole(descriptor: int, data: bytes, size: int, path: str) -> None:
+    """Append all of `data` to a file of `size` bytes opened with O_APPEND, whose lock the
+    caller holds, or nothing: a disk that fills part way would leave half a line, so the
+    file is cut back to `size` and OutOfSpace says why."""
+    written = 0
+    try:
+        while written < len(data):  # a short write is finished while the lock is held
+            written += os.write(descriptor, data[written:])
+    except OSError as exc:
+        if exc.errno not in _NO_SPACE:
+            raise
+        os.ftruncate(descriptor, size)  # shrinking needs no space
+        raise OutOfSpace(path, _NO_SPACE[exc.errno]) from None
 
 
 def decode_text(data: bytes) -> str:
@@ -251,7 +271,7 @@ class FolderSource:
                         reader.seek(size - 1)
                         if reader.read(1) != b"\n":
                             data = b"\n" + data
-                os.write(descriptor, data)
+                append_whole(descriptor, data, size, path)
             finally:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
         finally:
