@@ -4,6 +4,7 @@
                                 # memory at 1,000 to 100,000 entries
     python -m bench --quick     # a handful of questions, a 200-note vault (CI, ~1 min)
     python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
+    python -m bench --crash 50  # only the crash run (50 kills per source): its section
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
@@ -34,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from bench import economy, report, soak, speed
+from bench import crash, economy, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
@@ -185,19 +186,35 @@ def parser() -> argparse.ArgumentParser:
         metavar="MINUTES",
         help="run only the soak for MINUTES and replace its section of REPORT.md",
     )
+    parser.add_argument(
+        "--crash",
+        type=int,
+        metavar="KILLS",
+        help="run only the crash run, KILLS per source, and replace its section of REPORT.md",
+    )
     return parser
+
+
+async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.CrashResult]:
+    return [await crash.crash_run(kills, work, source, log) for source in ("folder", "rest")]
 
 
 def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     """One of the long runs that write their own section of REPORT.md."""
+    name = "soak" if args.soak is not None else "crash"
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        result = anyio.run(soak.soak, args.soak, Path(work), log)
+        if name == "soak":
+            result: Any = anyio.run(soak.soak, args.soak, Path(work), log)
+        else:
+            result = anyio.run(crash_both, args.crash, Path(work), log)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    (args.cache / f"soak-{stamp}.json").write_text(
-        json.dumps(asdict(result), indent=1) + "\n", "utf-8"
+    (args.cache / f"{name}-{stamp}.json").write_text(
+        json.dumps(result, indent=1, default=asdict) + "\n", "utf-8"
     )
+    if name == "crash":
+        return report.write_section(args.out, name, crash.section(result))
     soak.chart(result, args.out / SOAK_CHART)
-    return report.write_section(args.out, "soak", soak.section(result, SOAK_CHART))
+    return report.write_section(args.out, name, soak.section(result, SOAK_CHART))
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -207,7 +224,7 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
-    if args.soak is not None:
+    if args.soak is not None or args.crash is not None:
         path = run_section(args, log)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path

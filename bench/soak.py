@@ -28,7 +28,14 @@ from typing import Any
 import anyio
 
 from bench.generate_vault import generate
-from bench.harness import CallResult, Session, markdown_table, server_env, stdio_session
+from bench.harness import (
+    CallResult,
+    Session,
+    markdown_table,
+    server_env,
+    server_pid,
+    stdio_session,
+)
 from tests.standin.process import StandinProcess
 
 EDIT_SECONDS = 3.0
@@ -64,22 +71,6 @@ class SoakResult:
 def marker(n: int) -> str:
     """A word found nowhere else in the vault, letters only so every tokenizer keeps it."""
     return "soakmark" + "".join(chr(ord("a") + int(d)) for d in f"{n:06d}")
-
-
-def server_pid(parent: int) -> int | None:
-    """The ``obsidian_mcp serve`` process among ``parent``'s children."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"obsidian_mcp" in cmdline and b"serve" in cmdline:
-            return int(entry.name)
-    return None
 
 
 def sample(pid: int, minute: float) -> Sample:
