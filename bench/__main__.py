@@ -5,6 +5,7 @@
     python -m bench --quick     # a handful of questions, a 200-note vault (CI, ~1 min)
     python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
     python -m bench --crash 50  # only the crash run (50 kills per source): its section
+    python -m bench --big       # only 10,000 and 50,000 notes through the folder: its section
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
@@ -192,7 +193,17 @@ def parser() -> argparse.ArgumentParser:
         metavar="KILLS",
         help="run only the crash run, KILLS per source, and replace its section of REPORT.md",
     )
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        help="run only every tool at 10,000 and 50,000 notes through the folder, and "
+        "replace its section of REPORT.md",
+    )
     return parser
+
+
+# The big-vault run: the largest size the report had (10,000) and five times it.
+BIG_SIZES = (10_000, 50_000)
 
 
 async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.CrashResult]:
@@ -201,18 +212,27 @@ async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.Cra
 
 def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     """One of the long runs that write their own section of REPORT.md."""
-    name = "soak" if args.soak is not None else "crash"
+    name = "soak" if args.soak is not None else "crash" if args.crash is not None else "big"
+    plan = PLANS["full"]
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         if name == "soak":
-            result: Any = anyio.run(soak.soak, args.soak, Path(work), log)
+            result: Any = anyio.run(soak.soak, float(args.soak), Path(work), log)
+        elif name == "crash":
+            result = anyio.run(crash_both, int(args.crash), Path(work), log)
         else:
-            result = anyio.run(crash_both, args.crash, Path(work), log)
+            result = anyio.run(
+                lambda: speed.scale(
+                    BIG_SIZES, Path(work), plan.warm_calls, plan.budget_seconds, rest=False
+                )
+            )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     (args.cache / f"{name}-{stamp}.json").write_text(
         json.dumps(result, indent=1, default=asdict) + "\n", "utf-8"
     )
     if name == "crash":
         return report.write_section(args.out, name, crash.section(result))
+    if name == "big":
+        return report.write_section(args.out, name, speed.big_section(result))
     soak.chart(result, args.out / SOAK_CHART)
     return report.write_section(args.out, name, soak.section(result, SOAK_CHART))
 
@@ -224,7 +244,7 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
-    if args.soak is not None or args.crash is not None:
+    if args.soak is not None or args.crash is not None or args.big:
         path = run_section(args, log)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path
