@@ -212,29 +212,31 @@ async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.Cra
 
 def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     """One of the long runs that write their own section of REPORT.md."""
-    name = "soak" if args.soak is not None else "crash" if args.crash is not None else "big"
+    args.out.mkdir(parents=True, exist_ok=True)
+    minutes: float | None = args.soak
+    kills: int | None = args.crash
     plan = PLANS["full"]
+    result: object
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        if name == "soak":
-            result: Any = anyio.run(soak.soak, float(args.soak), Path(work), log)
-        elif name == "crash":
-            result = anyio.run(crash_both, int(args.crash), Path(work), log)
+        if minutes is not None:
+            soaked = anyio.run(soak.soak, minutes, Path(work), log)
+            soak.chart(soaked, args.out / SOAK_CHART)
+            name, result, markdown = "soak", soaked, soak.section(soaked, SOAK_CHART)
+        elif kills is not None:
+            crashes = anyio.run(crash_both, kills, Path(work), log)
+            name, result, markdown = "crash", crashes, crash.section(crashes)
         else:
-            result = anyio.run(
+            runs = anyio.run(
                 lambda: speed.scale(
                     BIG_SIZES, Path(work), plan.warm_calls, plan.budget_seconds, rest=False
                 )
             )
+            name, result, markdown = "big", runs, speed.big_section(runs)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     (args.cache / f"{name}-{stamp}.json").write_text(
         json.dumps(result, indent=1, default=asdict) + "\n", "utf-8"
     )
-    if name == "crash":
-        return report.write_section(args.out, name, crash.section(result))
-    if name == "big":
-        return report.write_section(args.out, name, speed.big_section(result))
-    soak.chart(result, args.out / SOAK_CHART)
-    return report.write_section(args.out, name, soak.section(result, SOAK_CHART))
+    return report.write_section(args.out, name, markdown)
 
 
 def main(argv: list[str] | None = None) -> Path:
