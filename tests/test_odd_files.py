@@ -7,6 +7,7 @@ as Obsidian desktop does, with the folder configured beside it); the pipe and th
 give a clear error when read by name and are skipped by everything else, never a hang.
 """
 
+import logging
 import os
 import shutil
 import socket
@@ -62,7 +63,12 @@ def bound_socket(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(params=["folder", "rest+folder"])
-async def client(request: pytest.FixtureRequest, bound_socket: Path) -> AsyncIterator[Client]:
+async def client(
+    request: pytest.FixtureRequest, bound_socket: Path, caplog: pytest.LogCaptureFixture
+) -> AsyncIterator[Client]:
+    """The server on the odd vault; through the stand-in, no answer and no log line may
+    hold its API key."""
+    caplog.set_level(logging.DEBUG)
     vault = bound_socket
     config = vault.parent / "config"
     if request.param == "folder":
@@ -72,7 +78,16 @@ async def client(request: pytest.FixtureRequest, bound_socket: Path) -> AsyncIte
     async with StandinProcess(vault) as standin:
         settings = rest_settings(standin, config, vault_path=vault)
         async with Client(build_server(settings)) as connected:
+            original = connected.call_tool
+
+            async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+                result = await original(name, arguments)
+                assert standin.api_key not in text_of(result)
+                return result
+
+            connected.call_tool = call_tool  # type: ignore[method-assign]
             yield connected
+        assert standin.api_key not in caplog.text
 
 
 # Every tool, aimed at the odd entries and at the words of the secret note.
