@@ -117,6 +117,18 @@ class FolderSource:
         if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
             raise _not_a_file(path)
 
+    def admits(self, paths: list[str]) -> list[bool]:
+        """For each path, whether `check_readable` lets it through."""
+        admitted: list[bool] = []
+        for path in paths:
+            try:
+                self.check_readable(path)
+            except (PathRefused, NotReadable):
+                admitted.append(False)
+            else:
+                admitted.append(True)
+        return admitted
+
     # -- listing ---------------------------------------------------------------------------
 
     def _scan(self, folder: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
