@@ -169,9 +169,10 @@ async def _source_run(
     probes: Sequence[Probe],
     calls: int,
     budget_seconds: float,
+    timeout: float,
 ) -> SourceRun:
     started = time.perf_counter()
-    async with stdio_session(env) as session:
+    async with stdio_session(env, timeout) as session:
         await tool_names(session)  # the first request completes the connection
         connect_ms = 1000 * (time.perf_counter() - started)
         pid = server_pid(os.getpid())
@@ -217,9 +218,16 @@ async def raw_smart_search_ms(
 
 
 async def scale(
-    sizes: Sequence[int], work: Path, calls: int, budget_seconds: float, *, rest: bool = True
+    sizes: Sequence[int],
+    work: Path,
+    calls: int,
+    budget_seconds: float,
+    *,
+    rest: bool = True,
+    timeout: float = 300,
 ) -> list[SourceRun]:
-    """Every tool at each size through the folder and, when ``rest``, the stand-in."""
+    """Every tool at each size through the folder and, when ``rest``, the stand-in; one
+    call taking longer than ``timeout`` seconds ends the run."""
     runs: list[SourceRun] = []
     for notes in sizes:
         out = work / f"gen-{notes}"
@@ -234,7 +242,9 @@ async def scale(
             flush=True,
         )
         folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder")
-        runs.append(await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds))
+        runs.append(
+            await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds, timeout)
+        )
         if not rest:
             shutil.rmtree(out)
             continue
@@ -246,7 +256,7 @@ async def scale(
             startup_timeout=300,
         ) as standin:
             env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
-            run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds)
+            run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds, timeout)
             questions = load_questions(out / "planted.jsonl")
             run.raw_smart_ms = await raw_smart_search_ms(standin, questions, calls)
             runs.append(run)
