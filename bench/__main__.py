@@ -3,6 +3,9 @@
     python -m bench --full      # the report: all questions, 1,000 to 10,000 notes,
                                 # memory at 1,000 to 100,000 entries
     python -m bench --quick     # a handful of questions, a 200-note vault (CI, ~1 min)
+    python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
+    python -m bench --crash 50  # only the crash run (50 kills per source): its section
+    python -m bench --big       # only 10,000 and 50,000 notes through the folder: its section
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
@@ -33,9 +36,11 @@ from typing import Any
 
 import anyio
 
-from bench import economy, report, speed
+from bench import crash, economy, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
+
+SOAK_CHART = "soak.png"
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,70 @@ def parser() -> argparse.ArgumentParser:
         help="the peer's own environment, made on first use (default bench/out/peer-venv/)",
     )
     parser.add_argument("--verbose", action="store_true", help="leave children's stderr on")
+    parser.add_argument(
+        "--soak",
+        type=float,
+        metavar="MINUTES",
+        help="run only the soak for MINUTES and replace its section of REPORT.md",
+    )
+    parser.add_argument(
+        "--crash",
+        type=int,
+        metavar="KILLS",
+        help="run only the crash run, KILLS per source, and replace its section of REPORT.md",
+    )
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        help="run only every tool at 10,000 and 50,000 notes through the folder, and "
+        "replace its section of REPORT.md",
+    )
     return parser
+
+
+# The big-vault run: the largest size the report had (10,000) and five times it.
+BIG_SIZES = (10_000, 50_000)
+# The first vault_semantic_query at 50,000 notes (it builds the index) did not answer
+# within the default 300 s on the shared 2-core machine (load average about 10).
+BIG_CALL_TIMEOUT = 3600
+
+
+async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.CrashResult]:
+    return [await crash.crash_run(kills, work, source, log) for source in ("folder", "rest")]
+
+
+def run_section(args: argparse.Namespace, log: Path | None) -> Path:
+    """One of the long runs that write their own section of REPORT.md."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    minutes: float | None = args.soak
+    kills: int | None = args.crash
+    plan = PLANS["full"]
+    result: object
+    with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
+        if minutes is not None:
+            soaked = anyio.run(soak.soak, minutes, Path(work), log)
+            soak.chart(soaked, args.out / SOAK_CHART)
+            name, result, markdown = "soak", soaked, soak.section(soaked, SOAK_CHART)
+        elif kills is not None:
+            crashes = anyio.run(crash_both, kills, Path(work), log)
+            name, result, markdown = "crash", crashes, crash.section(crashes)
+        else:
+            runs = anyio.run(
+                lambda: speed.scale(
+                    BIG_SIZES,
+                    Path(work),
+                    plan.warm_calls,
+                    plan.budget_seconds,
+                    rest=False,
+                    timeout=BIG_CALL_TIMEOUT,
+                )
+            )
+            name, result, markdown = "big", runs, speed.big_section(runs)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"{name}-{stamp}.json").write_text(
+        json.dumps(result, indent=1, default=asdict) + "\n", "utf-8"
+    )
+    return report.write_section(args.out, name, markdown)
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -186,6 +254,10 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
+    if args.soak is not None or args.crash is not None or args.big:
+        path = run_section(args, log)
+        print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
+        return path
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         results = anyio.run(measure, plan, args.cache, args.peer_venv, Path(work))
     results |= {

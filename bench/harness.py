@@ -226,6 +226,22 @@ def server_env(
     return env
 
 
+def server_pid(parent: int) -> int | None:
+    """The ``obsidian_mcp serve`` process among ``parent``'s children."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"obsidian_mcp" in cmdline and b"serve" in cmdline:
+            return int(entry.name)
+    return None
+
+
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,

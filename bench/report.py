@@ -8,6 +8,7 @@ matplotlib (the ``bench`` extra), headless.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -665,5 +666,29 @@ def render(results: dict[str, Any], out: Path) -> Path:
         _overhead_section(results["overhead"]),
     ]
     path = out / "REPORT.md"
-    path.write_text("\n\n".join(sections) + "\n", "utf-8")
+    kept = extra_sections(path.read_text("utf-8")) if path.exists() else []
+    path.write_text("\n\n".join(sections + kept) + "\n", "utf-8")
+    return path
+
+
+# Sections written by their own runs (``--soak``, ``--big``, ``--crash``) sit between these
+# marks, so a ``--full`` run keeps them and a re-run replaces only its own.
+_SECTION = re.compile(r"<!-- section (\S+) -->\n.*?\n<!-- /section \1 -->", re.DOTALL)
+
+
+def extra_sections(text: str) -> list[str]:
+    return [match.group(0) for match in _SECTION.finditer(text)]
+
+
+def write_section(out: Path, name: str, markdown: str) -> Path:
+    """Put ``markdown`` into ``out/REPORT.md`` as section ``name``, replacing an older one."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "REPORT.md"
+    block = f"<!-- section {name} -->\n{markdown}\n<!-- /section {name} -->"
+    text = path.read_text("utf-8") if path.exists() else "# obsidian-mcp benchmark report\n"
+    if f"<!-- section {name} -->" in text:
+        text = _SECTION.sub(lambda m: block if m.group(1) == name else m.group(0), text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, "utf-8")
     return path

@@ -23,6 +23,8 @@ the overhead of a tool call over its raw REST request reuses
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import shutil
 import time
@@ -43,6 +45,7 @@ from bench.harness import (
     median,
     percentile,
     server_env,
+    server_pid,
     stdio_session,
     tool_names,
 )
@@ -106,6 +109,8 @@ class SourceRun:
     connect_ms: float  # start the server process and initialise the session
     tools: list[ToolTiming]
     raw_smart_ms: float | None = None  # the stand-in's POST /search/smart alone, median
+    rss_mib: float | None = None  # the server's resident memory after every tool ran
+    peak_rss_mib: float | None = None  # its high-water mark over the run
 
 
 async def time_tools(
@@ -164,12 +169,15 @@ async def _source_run(
     probes: Sequence[Probe],
     calls: int,
     budget_seconds: float,
+    timeout: float,
 ) -> SourceRun:
     started = time.perf_counter()
-    async with stdio_session(env) as session:
+    async with stdio_session(env, timeout) as session:
         await tool_names(session)  # the first request completes the connection
         connect_ms = 1000 * (time.perf_counter() - started)
+        pid = server_pid(os.getpid())
         timings = await time_tools(session, notes, source, probes, calls, budget_seconds)
+        memory = resident_mib(pid) if pid is not None else (None, None)
     semantic = next((t for t in timings if t.tool == SEMANTIC), None)
     print(
         f"  {notes:,} notes, {source}: {len(timings)} tools"
@@ -181,7 +189,15 @@ async def _source_run(
         ),
         flush=True,
     )
-    return SourceRun(notes, source, connect_ms, timings)
+    return SourceRun(notes, source, connect_ms, timings, None, *memory)
+
+
+def resident_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process, in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
 async def raw_smart_search_ms(
@@ -202,8 +218,16 @@ async def raw_smart_search_ms(
 
 
 async def scale(
-    sizes: Sequence[int], work: Path, calls: int, budget_seconds: float
+    sizes: Sequence[int],
+    work: Path,
+    calls: int,
+    budget_seconds: float,
+    *,
+    rest: bool = True,
+    timeout: float = 300,
 ) -> list[SourceRun]:
+    """Every tool at each size through the folder and, when ``rest``, the stand-in; one
+    call taking longer than ``timeout`` seconds ends the run."""
     runs: list[SourceRun] = []
     for notes in sizes:
         out = work / f"gen-{notes}"
@@ -218,7 +242,12 @@ async def scale(
             flush=True,
         )
         folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder")
-        runs.append(await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds))
+        runs.append(
+            await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds, timeout)
+        )
+        if not rest:
+            shutil.rmtree(out)
+            continue
         async with StandinProcess(
             vault,
             plugin_version="5.1.0",
@@ -227,7 +256,7 @@ async def scale(
             startup_timeout=300,
         ) as standin:
             env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
-            run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds)
+            run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds, timeout)
             questions = load_questions(out / "planted.jsonl")
             run.raw_smart_ms = await raw_smart_search_ms(standin, questions, calls)
             runs.append(run)
@@ -272,3 +301,60 @@ async def overhead(work: Path, rounds: int) -> Overhead:
     async with StandinProcess(vault, plugin_version="5.1.0") as standin:
         raw, tool = await read_overhead.measure(standin, work / "overhead-config", rounds)
     return Overhead(rounds, read_overhead.NOTE, 1000 * raw, 1000 * tool)
+
+
+def big_section(runs: Sequence[SourceRun]) -> str:
+    """The big-vault table: each tool at the smallest and largest size, and the growth."""
+    from bench.harness import markdown_table
+
+    small, large = runs[0], runs[-1]
+    by_tool = {t.tool: t for t in small.tools}
+    rows: list[tuple[object, ...]] = []
+    for timing in large.tools:
+        base = by_tool.get(timing.tool)
+        growth = timing.warm_median_ms / base.warm_median_ms if base else math.nan
+        rows.append(
+            (
+                timing.tool,
+                base.first_ms if base else math.nan,
+                base.warm_median_ms if base else math.nan,
+                timing.first_ms,
+                timing.warm_median_ms,
+                timing.warm_p95_ms,
+                timing.warm_calls,
+                timing.errors,
+                f"{growth:.1f}x",
+            )
+        )
+    n_small, n_large = f"{small.notes:,}", f"{large.notes:,}"
+    headers = (
+        "tool",
+        f"first ms ({n_small})",
+        f"warm median ms ({n_small})",
+        f"first ms ({n_large})",
+        f"warm median ms ({n_large})",
+        f"warm p95 ms ({n_large})",
+        "warm calls",
+        "errors",
+        "median growth",
+    )
+
+    def mib(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.0f} MiB"
+
+    memory = "\n".join(
+        f"- {run.notes:,} notes: connect {run.connect_ms:,.0f} ms; RSS after every tool "
+        f"{mib(run.rss_mib)}, peak {mib(run.peak_rss_mib)}"
+        for run in runs
+    )
+    return "\n\n".join(
+        [
+            "## Big vault through the folder",
+            f"Generated vaults (`bench/generate_vault.py`) of {n_small} and {n_large} notes, "
+            "one fresh server each (stdio, the folder source); the first call of each tool "
+            "in the process, then warm calls (see `bench/speed.py`). Re-run with "
+            "`python -m bench --big`.",
+            markdown_table(headers, rows),
+            memory,
+        ]
+    )

@@ -129,7 +129,17 @@ def _model_check(settings: Settings) -> Check:
 def _folder_checks(settings: Settings) -> list[Check]:
     vault = settings.vault_path
     if vault is None:
-        return [Check("vault folder", "skip", "OBSIDIAN_VAULT_PATH not set")]
+        if settings.api_key is None:
+            return [Check("vault folder", "skip", "OBSIDIAN_VAULT_PATH not set")]
+        return [
+            Check(
+                "vault folder",
+                "warn",
+                "OBSIDIAN_VAULT_PATH not set: Obsidian decides what a symbolic link shows "
+                "(it follows links that leave the vault), and reads fail while it is closed",
+                "set OBSIDIAN_VAULT_PATH to the vault folder to refuse links that leave it",
+            )
+        ]
     if not vault.is_dir() or not os.access(vault, os.R_OK | os.X_OK):
         return [
             Check(

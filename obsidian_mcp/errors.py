@@ -40,6 +40,32 @@ class NotText(VaultError):
         )
 
 
+class NotReadable(VaultError):
+    """A file the vault lists but no note can come from: a pipe, a socket, a device, or a
+    file this process may not read. Searches skip it; reading it names why."""
+
+    def __init__(self, path: str, why: str, fix: str) -> None:
+        super().__init__(f"{path!r} cannot be read: {why}. Searches skip it; {fix}")
+
+
+_NO_SPACE_WHY = {
+    "ENOSPC": "the disk is full",
+    "EDQUOT": "the disk quota is used up",
+    "EFBIG": "the file would pass the size limit this process may write",
+}
+
+
+class OutOfSpace(VaultError):
+    """A write the disk could not take whole (ENOSPC, EDQUOT, EFBIG); it was undone."""
+
+    def __init__(self, path: str, code: str) -> None:
+        super().__init__(
+            f"Could not write {path!r}: {_NO_SPACE_WHY.get(code, 'no space')} ({code}). Nothing "
+            "was stored and the file is as it was before; free space on the disk that holds "
+            "the vault, then call again."
+        )
+
+
 class ObsidianUnreachable(VaultError):
     def __init__(self, url: str, detail: str) -> None:
         super().__init__(

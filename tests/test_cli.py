@@ -65,6 +65,8 @@ def test_trust_stores_the_certificate_and_doctor_then_passes(
         assert f"[ok  ] {check}" in healthy.stdout
     assert standin.plugin_version in healthy.stdout
     assert standin.api_key not in healthy.stdout + healthy.stderr
+    # Without the vault folder, links that leave the vault are Obsidian's to follow.
+    assert "Obsidian decides what a symbolic link shows" in healthy.stdout
 
 
 def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from obsidian_mcp.errors import (
 )
 from obsidian_mcp.memory.index import LogReader, MemoryIndex
 from obsidian_mcp.memory.model import Record, encode
+from obsidian_mcp.sources.folder import append_whole
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -79,12 +80,6 @@ class MemoryLog(Protocol):
 
 def _lines(records: list[Record]) -> bytes:
     return "".join(encode(record) for record in records).encode("utf-8")
-
-
-def _write_all(handle: int, data: bytes) -> None:
-    written = os.write(handle, data)
-    while written < len(data):  # a short write is finished while we hold the lock
-        written += os.write(handle, data[written:])
 
 
 def _whole_lines(data: bytes) -> bytes:
@@ -132,6 +127,7 @@ def compacted(data: bytes) -> tuple[bytes, LogReader, Compaction]:
 class DiskLog:
     def __init__(self, root: Path, path: str) -> None:
         self._target = root / path
+        self._path = path
         real = self._target.resolve()
         if not real.is_relative_to(root.resolve()):
             raise PathRefused(f"The memory file {path!r} is a link that leaves the vault.")
@@ -195,7 +191,7 @@ class DiskLog:
             size = os.fstat(handle).st_size
             if size and os.pread(handle, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a torn last line is closed, never glued to ours
-            _write_all(handle, data)
+            append_whole(handle, data, size, self._path)
             return self._catch_up(handle, reader), records
         finally:
             os.close(handle)  # releases the lock
@@ -214,15 +210,19 @@ class DiskLog:
                 # Locked before it becomes the file: a writer that opens the new file waits
                 # until the carried-over lines below are in.
                 fcntl.flock(fresh, fcntl.LOCK_EX)
-                _write_all(fresh, kept)
-                os.fsync(fresh)
+                try:
+                    append_whole(fresh, kept, 0, self._path)
+                    os.fsync(fresh)
+                except BaseException:
+                    temporary.unlink()  # the file itself is untouched
+                    raise
                 os.replace(temporary, self._target)
                 _fsync_directory(self._target.parent)  # the rename itself survives a crash
                 late = _whole_lines(os.pread(handle, os.fstat(handle).st_size, len(data)))
                 if late:
                     # Appended to the old file by a writer that takes no lock (Obsidian,
                     # for a REST-only process) after our read: carried over, not lost.
-                    _write_all(fresh, late)
+                    append_whole(fresh, late, len(kept), self._path)
                     os.fsync(fresh)
                     reader.consume(late)
                 st = os.fstat(fresh)

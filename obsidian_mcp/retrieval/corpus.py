@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from obsidian_mcp.errors import NoteNotFound, NotText, PathRefused
+from obsidian_mcp.errors import NoteNotFound, NotReadable, NotText, PathRefused
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
 from obsidian_mcp.text.markdown import ParsedNote, parse_note, plain_text
@@ -226,7 +226,7 @@ class Corpus:
     async def _read(self, path: str) -> None:
         try:
             note = await self._vault.read_note(path)
-        except (NoteNotFound, NotText, PathRefused):
+        except (NoteNotFound, NotText, NotReadable, PathRefused):
             return  # gone or unreadable since the stat; the next sync settles it
         # The stat we compare against next time is the one the listing gave, so a note
         # changed between listing and reading is read again on the next sync.

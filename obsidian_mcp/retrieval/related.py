@@ -75,6 +75,8 @@ async def _resolve_note(retriever: Retriever, raw_path: str) -> NoteRecord:
         record = retriever.corpus.record(candidate)
         if record is not None:
             return record
+    # Not in the corpus: reading it says why (a link out of the vault, a pipe, missing).
+    await retriever.vault.read_note(path)
     raise NoteNotFound(path, await retriever.vault.closest_paths(path))
 
 

@@ -4,6 +4,7 @@ Blocking file I/O runs on worker threads. Appends take an exclusive `flock` on t
 so two server processes on one vault never interleave their lines.
 """
 
+import errno
 import fcntl
 import os
 import re
@@ -14,7 +15,15 @@ from typing import Literal
 
 import anyio.to_thread
 
-from obsidian_mcp.errors import IsAFolder, NoteNotFound, NotText, PathRefused, VaultError
+from obsidian_mcp.errors import (
+    IsAFolder,
+    NoteNotFound,
+    NotReadable,
+    NotText,
+    OutOfSpace,
+    PathRefused,
+    VaultError,
+)
 from obsidian_mcp.paths import is_hidden, is_markdown
 from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
 
@@ -28,6 +37,42 @@ def mtime_ms(st: os.stat_result) -> int:
 
 def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _not_a_file(path: str) -> NotReadable:
+    return NotReadable(path, "it is not a regular file (a pipe, socket or device)", "read a note.")
+
+
+_NO_SPACE = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EFBIG: "EFBIG"}
+
+
+def append_whole(descriptor: int, data: bytes, size: int, path: str) -> None:
+    """Append all of `data` to a file of `size` bytes opened with O_APPEND, whose lock the
+    caller holds, or nothing: a disk that fills part way would leave half a line, so the
+    file is cut back to `size` and OutOfSpace says why."""
+    written = 0
+    try:
+        while written < len(data):  # a short write is finished while the lock is held
+            written += os.write(descriptor, data[written:])
+    except OSError as exc:
+        if exc.errno not in _NO_SPACE:
+            raise
+        os.ftruncate(descriptor, size)  # shrinking needs no space
+        raise OutOfSpace(path, _NO_SPACE[exc.errno]) from None
 
 
 def decode_text(data: bytes) -> str:
@@ -55,35 +100,96 @@ class FolderSource:
 
     def _resolve(self, path: str) -> Path:
         """The file for a vault path; refuses a symlink that points outside the vault."""
-        target = self._root / path
-        real = target.resolve()
-        if real != self._root and not real.is_relative_to(self._root):
+        if self._leaves(path):
             raise PathRefused(
-                f"{path!r} is a link that points outside the vault; it is not followed."
+                f"{path!r} is a link that points outside the vault; it is not followed. "
+                "Read a note inside the vault instead (vault_tree lists them)."
             )
-        return target
+        return self._root / path
+
+    def check_readable(self, path: str) -> None:
+        """Raise PathRefused when `path` on disk is, or lies under, a link leaving the vault,
+        and NotReadable when it is a pipe, socket or device."""
+        try:
+            st = self._resolve(path).stat()
+        except OSError:
+            return  # missing here: the live source says what it knows
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            raise _not_a_file(path)
+
+    def admits(self, paths: list[str]) -> list[bool]:
+        """For each path, whether `check_readable` lets it through."""
+        admitted: list[bool] = []
+        for path in paths:
+            try:
+                self.check_readable(path)
+            except (PathRefused, NotReadable):
+                admitted.append(False)
+            else:
+                admitted.append(True)
+        return admitted
 
     # -- listing ---------------------------------------------------------------------------
 
-    def _walk(self) -> Iterator[str]:
-        for dirpath, dirnames, filenames in os.walk(self._root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            rel_dir = os.path.relpath(dirpath, self._root)
-            prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-            if prefix:
-                yield prefix
-            for name in sorted(filenames):
-                if not name.startswith("."):
-                    yield prefix + name
+    def _scan(self, folder: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Every non-hidden entry under `folder`, depth first in name order, as (vault path,
+        entry); a folder's path ends in `/`. Linked folders are listed, never entered, so
+        only a link itself can lead outside the vault. An unreadable folder is skipped."""
+        try:
+            with os.scandir(self._root / folder) as scanned:
+                entries = sorted(
+                    (e for e in scanned if not e.name.startswith(".")), key=lambda e: e.name
+                )
+        except OSError:
+            return
+        folders: list[os.DirEntry[str]] = []
+        for entry in entries:
+            if _is_folder(entry):
+                folders.append(entry)
+            else:
+                yield folder + entry.name, entry
+        for entry in folders:
+            path = folder + entry.name + "/"
+            yield path, entry
+            if not entry.is_symlink():
+                yield from self._scan(path)
+
+    def _walk(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """What the vault shows: real folders and files, links that stay inside it."""
+        for path, entry in self._scan():
+            if entry.is_symlink() and (path.endswith("/") or self._leaves(path)):
+                continue
+            yield path, entry
+
+    def _leaves(self, path: str) -> bool:
+        real = (self._root / path).resolve()
+        return real != self._root and not real.is_relative_to(self._root)
+
+    def refused_paths(self) -> set[str]:
+        """Vault paths no note may come from: links (files or folders) that point outside
+        the vault, and pipes, sockets and devices."""
+        refused: set[str] = set()
+        for path, entry in self._scan():
+            bare = path.rstrip("/")
+            if (entry.is_symlink() and self._leaves(bare)) or (
+                not path.endswith("/") and not _is_file(entry)
+            ):
+                refused.add(bare)
+        return refused
 
     async def list_tree(self) -> list[str]:
-        return await anyio.to_thread.run_sync(lambda: sorted(self._walk()))
+        return await anyio.to_thread.run_sync(lambda: sorted(path for path, _ in self._walk()))
 
     def _note_stats(self) -> dict[str, FileStat]:
         stats: dict[str, FileStat] = {}
-        for path in self._walk():
-            if is_markdown(path):
-                st = (self._root / path).stat()
+        for path, entry in self._walk():
+            if not is_markdown(path):
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                continue  # a dangling link, or deleted since the scan
+            if stat.S_ISREG(st.st_mode):  # a pipe or socket named .md is no note
                 stats[path] = FileStat(path, mtime_ms(st), st.st_size)
         return stats
 
@@ -117,12 +223,21 @@ class FolderSource:
             raise NoteNotFound(path) from None
         if stat.S_ISDIR(st.st_mode):
             raise IsAFolder(path)
+        if not stat.S_ISREG(st.st_mode):
+            # Opening a pipe for reading waits for a writer: never open what is not a file.
+            raise _not_a_file(path)
         cached = self._texts.get(path)
         if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
             try:
                 data = target.read_bytes()
             except FileNotFoundError:
                 raise NoteNotFound(path) from None
+            except PermissionError:
+                raise NotReadable(
+                    path,
+                    "permission denied",
+                    "give the server's user read access to it, or read another note.",
+                ) from None
             if looks_binary(data[:_SNIFF_BYTES]):
                 raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
@@ -168,7 +283,7 @@ class FolderSource:
                         reader.seek(size - 1)
                         if reader.read(1) != b"\n":
                             data = b"\n" + data
-                os.write(descriptor, data)
+                append_whole(descriptor, data, size, path)
             finally:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
         finally:
@@ -185,17 +300,12 @@ class FolderSource:
             raise VaultError("The search query is empty; give one or more words.")
         patterns = [re.compile(re.escape(w), re.IGNORECASE) for w in words]
         hits: list[TextSearchHit] = []
-        for path in self._walk():
+        for path, _ in self._walk():
             if not is_markdown(path):
                 continue
-            target = self._root / path
             try:
-                # The walk never enters a linked folder, so only a linked file can lead
-                # outside the vault; resolving every path would dominate the search.
-                if target.is_symlink():
-                    target = self._resolve(path)
-                content = self._read_text(path, target).content
-            except (NotText, NoteNotFound, PathRefused):
+                content = self._read_text(path, self._root / path).content
+            except (NotText, NotReadable, NoteNotFound):
                 continue
             found = [
                 [TextMatch(m.start(), m.end()) for m in pattern.finditer(content)]

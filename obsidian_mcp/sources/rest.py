@@ -240,6 +240,16 @@ class RestSource:
         except ValueError as exc:
             raise UpstreamError(self.url, response.status_code, f"not JSON: {exc}") from None
 
+    async def answers_within(self, seconds: float) -> bool:
+        """Whether Obsidian answers `GET /` within `seconds`, without retries: the cheap
+        check that an outage is over."""
+        try:
+            with anyio.fail_after(seconds):
+                response = await self._http.get("/")
+        except (TimeoutError, httpx.HTTPError):
+            return False
+        return response.status_code < 500
+
     # -- server info -----------------------------------------------------------------------
 
     async def server_info(self, *, refresh: bool = False) -> ServerInfo:

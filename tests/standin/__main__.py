@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from .certs import generate_certificate
+from .certs import load_or_generate_certificate
 from .server import SMART_FORK, SMART_OFF, SMART_UPSTREAM, Config, Faults, StandinServer, State
 
 
@@ -31,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-key", default=None, help="bearer key (default: random 64-hex)")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--http", action="store_true", help="plain HTTP instead of HTTPS")
-    parser.add_argument("--cert-dir", type=Path, default=None, help="default: a temp dir")
+    parser.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=None,
+        help="where the certificate is kept across restarts (default: a new one in a temp dir)",
+    )
     parser.add_argument(
         "--smart",
         choices=[SMART_OFF, SMART_UPSTREAM, SMART_FORK],
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     with tempfile.TemporaryDirectory(prefix="standin-cert-") as tmp:
-        cert = generate_certificate(args.cert_dir or Path(tmp))
+        cert = load_or_generate_certificate(args.cert_dir or Path(tmp))
         api_key = args.api_key or secrets.token_hex(32)
         config = Config(
             vault=vault,

@@ -1,8 +1,9 @@
-"""Per-run self-signed certificate shaped like the one the plugin makes with node-forge.
+"""Self-signed certificate shaped like the one the plugin makes with node-forge.
 
 RSA 2048, SHA-256, 365 days, subject and issuer CN "Obsidian Local REST API",
 ``basicConstraints CA:true`` (so the PEM is its own CA bundle) and a subjectAltName of
 **IP 127.0.0.1 only**: as with the real plugin, verifying against ``localhost`` fails.
+Made once per ``--cert-dir`` and kept there, as the plugin keeps its own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ class CertificateFiles:
     key_path: Path
     pem: bytes
     not_after: dt.datetime
+
+
+def load_or_generate_certificate(cert_dir: Path) -> CertificateFiles:
+    """The certificate already in ``cert_dir`` if there is one, as the plugin keeps its
+    certificate across Obsidian restarts; else a new one written there."""
+    cert_path, key_path = cert_dir / "cert.pem", cert_dir / "key.pem"
+    if not (cert_path.is_file() and key_path.is_file()):
+        return generate_certificate(cert_dir)
+    pem = cert_path.read_bytes()
+    not_after = x509.load_pem_x509_certificate(pem).not_valid_after_utc
+    return CertificateFiles(cert_path.resolve(), key_path.resolve(), pem, not_after)
 
 
 def generate_certificate(cert_dir: Path) -> CertificateFiles:
