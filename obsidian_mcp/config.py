@@ -7,6 +7,10 @@ rewriting their client configuration.
 from pathlib import Path
 from typing import Literal
 
+# The retrieval stages that can be switched off one at a time, for the benchmark's ablation
+# table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
+StageName = Literal["expansion", "note-cap", "menu", "cutting"]
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -100,6 +104,11 @@ class Settings(BaseSettings):
         default=None,
         description="A custom find-similar route on the REST API (e.g. "
         "/smart-connections/find-similar/), answered with {path}.",
+    )
+    stages_off: frozenset[StageName] = Field(
+        default=frozenset(),
+        description='Retrieval stages to switch off, as JSON (e.g. ["menu"]): for measuring '
+        "what each stage is worth; leave empty in use.",
     )
 
     @property

@@ -83,7 +83,7 @@ def next_calls(result: SearchResult) -> list[str]:
     calls: list[str] = []
     if result.total_passages > result.shown:
         calls.append(_continuation(result))
-    best = next((g.passages[0] for g in result.groups if g.passages), None)
+    best = best_shown(result)
     if best is not None:
         calls.append(read_call(best.path, best.section))
     return calls
@@ -93,23 +93,60 @@ def _unit(result: SearchResult) -> str:
     return "matches" if result.source == "exact" else "passages"
 
 
+def where(hit: PassageHit) -> str:
+    return hit.path + (f" > {' > '.join(hit.section)}" if hit.section else "")
+
+
+# Words of a next-best passage shown in the menu: enough to tell what it is about.
+_MENU_WORDS = 6
+
+
+def menu_line(hit: PassageHit) -> str:
+    """One next-best passage: where it is, its first words, and the call that reads it."""
+    words = hit.text.split()
+    lead = " ".join(words[:_MENU_WORDS]) + (ELLIPSIS if len(words) > _MENU_WORDS else "")
+    return f"- {where(hit)} · {quote(lead)} · {read_call(hit.path, hit.section)}"
+
+
+def best_shown(result: SearchResult) -> PassageHit | None:
+    return next((group.passages[0] for group in result.groups if group.passages), None)
+
+
+def menu(result: SearchResult) -> list[str]:
+    """What to read next, best first: the rest of the best passage's section when the reply
+    cut it (the answer is often the sentence next to the one that matched: reading it
+    answered 7 of 84 dev questions the first response missed, `python -m bench.ablation`),
+    then the next-best passages not shown."""
+    if not result.next_best:
+        return []
+    lines = ["next best:"]
+    best = best_shown(result)
+    if best is not None and (best.cut_before or best.cut_after):
+        lines.append(
+            f"- {where(best)} · the rest of the best passage · {read_call(best.path, best.section)}"
+        )
+    lines.extend(menu_line(hit) for hit in result.next_best)
+    return lines
+
+
 def footer(result: SearchResult) -> str:
     files = len(result.groups)
     lines = [
         f"showing {result.shown} of {result.total_passages} {_unit(result)} in "
         f"{result.total_files} files ({files} shown)"
     ]
+    listed = menu(result)
+    lines.extend(listed)
     if result.over_budget:
-        names = ", ".join(
-            f"{hit.path}" + (f" > {' > '.join(hit.section)}" if hit.section else "")
-            for hit in result.over_budget
-        )
+        listed = {(hit.path, hit.start) for hit in result.next_best}
+        unlisted = [hit for hit in result.over_budget if (hit.path, hit.start) not in listed]
+        names = ", ".join(where(hit) for hit in unlisted) or "see next best"
+        read = f", or {read_call(unlisted[0].path, unlisted[0].section)}" if unlisted else ""
         lines.append(
             f"left out to stay within max_tokens={result.max_tokens}: {names}; "
-            f"call again with max_tokens={result.max_tokens * 2}, or "
-            f"{read_call(result.over_budget[0].path, result.over_budget[0].section)}"
+            f"call again with max_tokens={result.max_tokens * 2}{read}"
         )
-    calls = next_calls(result)
+    calls = [call for call in next_calls(result) if not any(call in line for line in listed)]
     if calls:
         lines.append("next: " + " or ".join(calls))
     return "\n".join(lines)
@@ -204,6 +241,14 @@ def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any
         "total_passages": result.total_passages,
         "total_files": result.total_files,
         "groups": [_group_data(group, concise) for group in result.groups],
+        "next_best": [
+            {
+                "path": hit.path,
+                "section": list(hit.section),
+                "call": read_call(hit.path, hit.section),
+            }
+            for hit in result.next_best
+        ],
         "left_out_for_budget": [
             {"path": hit.path, "section": list(hit.section)} for hit in result.over_budget
         ],
