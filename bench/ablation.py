@@ -3,10 +3,11 @@
     python -m bench.ablation                    # dev split, every stage off in turn
     python -m bench.ablation --split heldout    # the held-out third, reported apart
 
-For every configuration (all stages on, then each stage of ``Stages`` off alone, through
-``OBSIDIAN_STAGES_OFF``) the server runs as a stdio subprocess driven by a real MCP client,
-in two modes: on the stand-in Local REST API with ``/search/smart`` ("smart"), and on the
-vault folder without ``.smart-env`` ("folder"). Each question gets ``vault_semantic_query``
+For every configuration (the server's default, all stages on, then each stage of
+``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
+subprocess driven by a real MCP client, in two modes: on the stand-in Local REST API
+with ``/search/smart`` ("smart"), and on the vault folder without ``.smart-env``
+("folder"). Each question gets ``vault_semantic_query``
 with defaults and, on a miss, the read its response suggests (``economy.follow_hint``).
 Figures: answer in the first response, within two calls, and the first response's median
 tokens, for the whole split and the slices each stage is aimed at. Tune on ``dev`` only.
@@ -41,7 +42,9 @@ from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
 STAGES: tuple[StageName, ...] = get_args(StageName)
-CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
+# (name, stages off); None: the server's default (Settings.stages_off).
+CONFIGS: tuple[tuple[str, frozenset[StageName] | None], ...] = (
+    ("default", None),
     ("all stages", frozenset()),
     *((f"no {stage}", frozenset({stage})) for stage in STAGES),
 )
@@ -79,9 +82,13 @@ def summarise(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[st
 
 
 async def run_config(
-    env: dict[str, str], off: frozenset[StageName], label: str, questions: Sequence[Question]
+    env: dict[str, str],
+    off: frozenset[StageName] | None,
+    label: str,
+    questions: Sequence[Question],
 ) -> list[Trace]:
-    env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
+    if off is not None:
+        env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         traces, _ = await run_traced(label, recorder, semantic_step(recorder), questions)
@@ -105,7 +112,8 @@ async def ablation(questions: Sequence[Question], work: Path) -> dict[str, Any]:
     for name, off in CONFIGS:
         traces = await run_config(env, off, f"folder, {name}", questions)
         results["folder"][name] = summarise(traces, questions)
-    return {"questions": len(questions), "split": questions[0].split, "modes": results}
+    split = ", ".join(sorted({q.split for q in questions}))
+    return {"questions": len(questions), "split": split, "modes": results}
 
 
 def ablation_table(found: dict[str, Any]) -> str:

@@ -7,12 +7,12 @@ rewriting their client configuration.
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
 # table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
 StageName = Literal["expansion", "note-cap", "menu", "cutting"]
-
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 def default_config_dir() -> Path:
@@ -106,9 +106,12 @@ class Settings(BaseSettings):
         "/smart-connections/find-similar/), answered with {path}.",
     )
     stages_off: frozenset[StageName] = Field(
-        default=frozenset(),
-        description='Retrieval stages to switch off, as JSON (e.g. ["menu"]): for measuring '
-        "what each stage is worth; leave empty in use.",
+        # On the dev questions with today's ranking (`python -m bench.ablation`, bench/
+        # REPORT.md) expansion, the per-note cap and the menu each cost first-response hits
+        # or tokens; re-measure them once dense passage ranking is in.
+        default=frozenset({"expansion", "note-cap", "menu"}),
+        description='Retrieval stages to switch off, as JSON (e.g. ["menu"]; [] runs them '
+        "all): for measuring what each stage is worth.",
     )
 
     @property

@@ -148,10 +148,10 @@ def small_vault(tmp_path: Path) -> Path:
     return vault
 
 
-def retriever(vault: Path, tmp_path: Path, **settings: object) -> Retriever:
-    return Retriever(
-        Vault(None, FolderSource(vault)), folder_settings(vault, tmp_path / "config", **settings)
-    )
+def retriever(vault: Path, tmp_path: Path, *, stages_off: tuple[str, ...] = ()) -> Retriever:
+    """A retriever on a folder vault with every stage on but `stages_off`."""
+    settings = folder_settings(vault, tmp_path / "config", stages_off=list(stages_off))
+    return Retriever(Vault(None, FolderSource(vault)), settings)
 
 
 @pytest.mark.anyio
@@ -160,7 +160,7 @@ async def test_a_role_finds_the_passage_that_uses_the_name(
 ) -> None:
     query = "What does the engineer carry?"
     on = await retriever(small_vault, tmp_path).semantic_query(query, limit=1)
-    off = await retriever(small_vault, tmp_path, stages_off=["expansion"]).semantic_query(
+    off = await retriever(small_vault, tmp_path, stages_off=("expansion",)).semantic_query(
         query, limit=1
     )
     assert "brass spanner" in on.groups[0].passages[0].text
@@ -184,7 +184,7 @@ async def test_the_menu_offers_next_best_calls_within_the_budget(
     followed = suggested_read(text)
     assert followed is not None and f'path="{followed["path"]}"' in menu_first
 
-    plain = await retriever(small_vault, tmp_path, stages_off=["menu"]).semantic_query(
+    plain = await retriever(small_vault, tmp_path, stages_off=("menu",)).semantic_query(
         "cranes at night", limit=2, max_tokens=400
     )
     assert not plain.next_best and "next best:" not in format_search(plain)
@@ -208,7 +208,7 @@ async def test_cutting_carries_a_passage_on_to_the_sentence_after_its_best(
     write(vault, "Report.md", f"# Report\n\n{paragraph}\n")
     query = "red comet"
     cut = await retriever(vault, tmp_path).semantic_query(query, limit=1)
-    whole = await retriever(vault, tmp_path, stages_off=["cutting"]).semantic_query(query, limit=1)
+    whole = await retriever(vault, tmp_path, stages_off=("cutting",)).semantic_query(query, limit=1)
     assert "red comet. It means the tide will turn early tonight." in cut.groups[0].passages[0].text
     assert whole.groups[0].passages[0].text.endswith("The pilot saw a red comet.")
 
@@ -216,11 +216,15 @@ async def test_cutting_carries_a_passage_on_to_the_sentence_after_its_best(
 # -- the switches --------------------------------------------------------------------------
 
 
-def test_stages_are_all_on_unless_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stages_switched_on_and_off_by_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default, chosen by measurement (Settings.stages_off), cuts passages only.
+    assert Stages.without(Settings().stages_off) == Stages(
+        expansion=False, note_cap=False, menu=False
+    )
+    monkeypatch.setenv("OBSIDIAN_STAGES_OFF", "[]")
     assert Stages.without(Settings().stages_off) == Stages()
     monkeypatch.setenv("OBSIDIAN_STAGES_OFF", '["menu", "note-cap"]')
-    stages = Stages.without(Settings().stages_off)
-    assert stages == Stages(note_cap=False, menu=False)
+    assert Stages.without(Settings().stages_off) == Stages(note_cap=False, menu=False)
 
 
 def test_an_unknown_stage_name_is_refused_with_the_names_allowed(

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from obsidian_mcp.retrieval.keyword import terms
 
 # What a term the query did not say, but named by role or alias, weighs in the keyword
-# ranking next to the query's own terms (1.0). Chosen on the dev split of
-# bench/questions.jsonl (`python -m bench.ablation --weights`): 0.5 and 1.0 scored the
-# same on first-response hits; 0.5 keeps a wrong guess from outweighing the question.
+# ranking next to the query's own terms (1.0): half, so that a wrong guess never outweighs
+# a word of the question. Only 0.5 was measured (`python -m bench.ablation`, dev split).
 EXPANSION_WEIGHT = 0.5
 # A term names what a tag stands for when at least this share of the tagged notes (and at
 # least two of them) carry it in a name: Mira's five `character/companion` notes all do.

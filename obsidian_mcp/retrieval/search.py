@@ -60,8 +60,9 @@ FOCUS_CHARS = 560
 WHOLE_BLOCK_CHARS = 700
 # Passages left out for the budget that the footer names.
 _OVER_BUDGET_NAMED = 3
-# Most passages of one note offered before every other note's (packing.diversify). Chosen
-# on the dev split (`python -m bench.ablation --per-note`): see bench/REPORT.md.
+# Most passages of one note offered before every other note's (packing.diversify). On the
+# dev split (`python -m bench.ablation`) 3 cost fewer hits than 2 (folder: 58% vs 57%
+# first response, against 60% with no cap).
 PER_NOTE_PASSAGES = 3
 # Next-best passages listed after the shown ones (render.menu_line, ~30 tokens each).
 MENU_ENTRIES = 2
@@ -450,7 +451,9 @@ class Retriever:
                 contexts[path] = file_context(record, with_gist=include_context)
         candidates = [hit for hit in hits if hit.path in contexts]
 
-        def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
+        def build(
+            chosen: Sequence[PassageHit], over: Sequence[PassageHit], entries: int
+        ) -> SearchResult:
             groups = group_by_file(chosen, contexts, matches)
             return SearchResult(
                 tool=tool,
@@ -464,26 +467,33 @@ class Retriever:
                 total_passages=max(total_passages, len(chosen)),
                 total_files=max(total_files, len(groups)),
                 over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
-                next_best=next_best(candidates, chosen, menu_entries),
+                next_best=next_best(candidates, chosen, entries),
             )
 
-        # The first line and footer are paid for first, at their longest (three passages
-        # named as left out, the menu with the best passage's line), so the passages get
-        # what remains.
-        frame = frame_tokens(build(candidates[:1], candidates))
-        packing = pack(
-            candidates,
-            limit=limit,
-            budget=max(budget - frame, 0),
-            passage_cost=passage_cost,
-            group_cost=lambda path: group_cost(contexts[path]),
-        )
-        chosen = list(packing.chosen)
-        result = build(chosen, packing.over_budget)
-        while chosen and estimate_tokens(format_search(result)) > budget:
-            # Estimates of the frame can be off by a few tokens; the budget is a promise.
-            chosen.pop()
-            result = build(chosen, packing.over_budget)
+        def fit(entries: int) -> SearchResult:
+            # The first line and footer are paid for first, at their longest (three passages
+            # named as left out, the menu with the best passage's line), so the passages
+            # get what remains.
+            frame = frame_tokens(build(candidates[:1], candidates, entries))
+            packing = pack(
+                candidates,
+                limit=limit,
+                budget=max(budget - frame, 0),
+                passage_cost=passage_cost,
+                group_cost=lambda path: group_cost(contexts[path]),
+            )
+            chosen = list(packing.chosen)
+            result = build(chosen, packing.over_budget, entries)
+            while chosen and estimate_tokens(format_search(result)) > budget:
+                # Estimates of the frame can be off by a few tokens; the budget is a promise.
+                chosen.pop()
+                result = build(chosen, packing.over_budget, entries)
+            return result
+
+        result = fit(menu_entries)
+        if menu_entries and candidates and not result.groups:
+            # A budget too small for the menu and a passage keeps the passage.
+            result = fit(0)
         return result
 
     # -- exact search ----------------------------------------------------------------------

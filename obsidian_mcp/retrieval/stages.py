@@ -1,6 +1,7 @@
 # pyright: strict
-"""Which optional stages of `vault_semantic_query` run: every one by default; the
-benchmark switches each off in turn (`OBSIDIAN_STAGES_OFF`) to measure what it is worth."""
+"""Which optional stages of `vault_semantic_query` run (`OBSIDIAN_STAGES_OFF`; the default
+is chosen by measurement, see `Settings.stages_off`). The benchmark runs them all, then
+each one off in turn, to measure what it is worth (`python -m bench.ablation`)."""
 
 from collections.abc import Set
 from dataclasses import dataclass
