@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-from bench import crash, economy, report, soak, speed
+from bench import ablation, crash, economy, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
@@ -127,6 +127,9 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
     found = await economy.economy(questions, work / "economy", peer, cache / "peer-stderr.log")
+    dev = [q for q in questions if q.split == "dev"]
+    print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
+    stages = await ablation.ablation(dev, work / "ablation")
     print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
     scale = await speed.scale(plan.sizes, work / "scale", plan.warm_calls, plan.budget_seconds)
     print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)
@@ -135,6 +138,7 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[
     overhead = await speed.overhead(work, plan.overhead_rounds)
     return {
         "economy": found,
+        "ablation": stages,
         "peer": {"requirement": PEER_REQUIREMENT, "version": peer.version},
         "scale": [asdict(run) for run in scale],
         "memory": [asdict(row) for row in memory],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.ablation import ablation_table
 from bench.harness import markdown_table
 
 ECONOMY_CHART = "context-economy.png"
@@ -650,6 +651,24 @@ def _overhead_section(overhead: dict[str, Any]) -> str:
     )
 
 
+def _ablation_section(results: dict[str, Any]) -> str:
+    found = results.get("ablation")
+    if not found:
+        return "## Ablation\n\nNot measured in this run."
+    return "\n".join(
+        [
+            "## Ablation: each retrieval stage off in turn",
+            "",
+            f"{found['questions']} questions of the {found['split']} split; the server on the "
+            "stand-in with `/search/smart` (smart) and on the folder without `.smart-env` "
+            "(folder); `vault_semantic_query` with defaults, then the read its response "
+            "suggests. Reproduce with `python -m bench.ablation`.",
+            "",
+            ablation_table(found),
+        ]
+    )
+
+
 def render(results: dict[str, Any], out: Path) -> Path:
     """Write ``REPORT.md`` and its charts into ``out``; return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -660,6 +679,7 @@ def render(results: dict[str, Any], out: Path) -> Path:
         _header(results),
         _targets_section(targets(results)),
         _economy_section(economy),
+        _ablation_section(results),
         _sample_section(economy, results["peer"]),
         _scale_section(results),
         _memory_section(results),

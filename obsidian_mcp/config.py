@@ -11,6 +11,10 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The retrieval stages that can be switched off one at a time, for the benchmark's ablation
+# table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
+StageName = Literal["expansion", "note-cap", "menu", "cutting"]
+
 
 def default_config_dir() -> Path:
     return Path.home() / ".config" / "obsidian-mcp"
@@ -135,6 +139,14 @@ class Settings(BaseSettings):
         default="https://huggingface.co",
         description="Where `obsidian-mcp model fetch` downloads from (the Hugging Face hub "
         "URL layout: <url>/<name>/resolve/main/<file>); a mirror works too.",
+    )
+    stages_off: frozenset[StageName] = Field(
+        # On the dev questions with today's ranking (`python -m bench.ablation`, bench/
+        # REPORT.md) expansion, the per-note cap and the menu each cost first-response hits
+        # or tokens; re-measure them once dense passage ranking is in.
+        default=frozenset({"expansion", "note-cap", "menu"}),
+        description='Retrieval stages to switch off, as JSON (e.g. ["menu"]; [] runs them '
+        "all): for measuring what each stage is worth.",
     )
 
     @property

@@ -21,6 +21,7 @@ SECTIONS = (
     "## Context economy",
     "### Answer in the first response, and within two calls, per slice",
     "### Retrieval issue figures",
+    "## Ablation: each retrieval stage off in turn",
     "## The peer's raw answer",
     "## Speed and scale",
     "### Through the folder",

@@ -19,6 +19,7 @@ from obsidian_mcp.retrieval.corpus import (
     ProgressCallback,
 )
 from obsidian_mcp.retrieval.exact import Needles, file_score, parse_needles
+from obsidian_mcp.retrieval.expansion import NoteNames, Vocabulary, build_vocabulary, expand
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import stem, terms, words
 from obsidian_mcp.retrieval.links import LinkGraph
@@ -27,11 +28,14 @@ from obsidian_mcp.retrieval.packing import (
     PassageHit,
     SearchResult,
     display_section,
+    diversify,
     group_by_file,
+    next_best,
     pack,
 )
 from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
 from obsidian_mcp.retrieval.semantic import Seed, SemanticAnswer, SemanticHit, SemanticSources
+from obsidian_mcp.retrieval.stages import Stages
 from obsidian_mcp.text.markdown import find_section, gist, plain_text
 from obsidian_mcp.text.snippets import sentence_spans, snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -56,6 +60,12 @@ FOCUS_CHARS = 560
 WHOLE_BLOCK_CHARS = 700
 # Passages left out for the budget that the footer names.
 _OVER_BUDGET_NAMED = 3
+# Most passages of one note offered before every other note's (packing.diversify). On the
+# dev split (`python -m bench.ablation`) 3 cost fewer hits than 2 (folder: 58% vs 57%
+# first response, against 60% with no cap).
+PER_NOTE_PASSAGES = 3
+# Next-best passages listed after the shown ones (render.menu_line, ~30 tokens each).
+MENU_ENTRIES = 2
 _GIST_CHARS = 140
 _CONTEXT_TAGS = 6
 
@@ -228,6 +238,8 @@ class Retriever:
         self.vault = vault
         self.settings = settings
         self.corpus = Corpus(vault)
+        self.stages = Stages.without(settings.stages_off)
+        self._vocabulary: tuple[int, Vocabulary] | None = None
         self.links = LinkGraph()
         env_dir = vault.smart_env_dir
         self.semantic = SemanticSources(
@@ -240,6 +252,17 @@ class Retriever:
         """The query's terms and their variants, each weighted by its rarity in the vault."""
         index = self.corpus.index
         return [(t, w * index.idf(t)) for t, w in index.expand(query_terms(query))]
+
+    def vocabulary(self) -> Vocabulary:
+        """The vault's names, aliases and tags (expansion.py), rebuilt when a note changed."""
+        generation = self.corpus.generation
+        if self._vocabulary is None or self._vocabulary[0] != generation:
+            names = (
+                NoteNames(r.path, r.parsed.title, r.parsed.aliases, r.parsed.tags)
+                for r in self.corpus.records()
+            )
+            self._vocabulary = (generation, build_vocabulary(names))
+        return self._vocabulary[1]
 
     def _best_chunk(
         self,
@@ -320,6 +343,11 @@ class Retriever:
         await self.corpus.sync(read_all=True, progress=progress)
         wanted = query_terms(query)
         keyword = self.corpus.scores(wanted)
+        if self.stages.expansion:
+            # BM25 adds up over terms: the names a role stands for join the query's terms.
+            named = self.corpus.index.scores(expand(wanted, self.vocabulary()))
+            for chunk_id, score in named.items():
+                keyword[chunk_id] = keyword.get(chunk_id, 0.0) + score
         in_scope = {
             chunk_id: score
             for chunk_id, score in keyword.items()
@@ -372,12 +400,18 @@ class Retriever:
             record = self.corpus.record(chunk.path)
             if record is None:
                 continue
-            start, end = whole_blocks.get(chunk_id) or focus_window(record, chunk, weighted)
+            start, end = whole_blocks.get(chunk_id) or (
+                focus_window(record, chunk, weighted)
+                if self.stages.cutting
+                else (chunk.start, chunk.end)
+            )
             taken = spans.setdefault(chunk.path, [])
             if any(start < other_end and end > other_start for other_start, other_end in taken):
                 continue  # overlaps a better passage already shown
             taken.append((start, end))
             hits.append(passage_hit(record, start, end, round(score / top, 2)))
+        if self.stages.note_cap:
+            hits = diversify(hits, PER_NOTE_PASSAGES)
         return self._packed(
             "vault_semantic_query",
             query,
@@ -390,6 +424,7 @@ class Retriever:
             include_context=include_context,
             total_passages=total,
             total_files=len({self.corpus.chunk(c).path for c, _ in ranked}),
+            menu_entries=MENU_ENTRIES if self.stages.menu else 0,
         )
 
     def _packed(
@@ -407,14 +442,18 @@ class Retriever:
         total_passages: int,
         total_files: int,
         matches: dict[str, int] | None = None,
+        menu_entries: int = 0,
     ) -> SearchResult:
         contexts: dict[str, FileContext] = {}
         for path in dict.fromkeys(hit.path for hit in hits):
             record = self.corpus.record(path)
             if record is not None:
                 contexts[path] = file_context(record, with_gist=include_context)
+        candidates = [hit for hit in hits if hit.path in contexts]
 
-        def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
+        def build(
+            chosen: Sequence[PassageHit], over: Sequence[PassageHit], entries: int
+        ) -> SearchResult:
             groups = group_by_file(chosen, contexts, matches)
             return SearchResult(
                 tool=tool,
@@ -428,25 +467,33 @@ class Retriever:
                 total_passages=max(total_passages, len(chosen)),
                 total_files=max(total_files, len(groups)),
                 over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
+                next_best=next_best(candidates, chosen, entries),
             )
 
-        candidates = [hit for hit in hits if hit.path in contexts]
-        # The first line and footer are paid for first, at their longest (three passages
-        # named as left out), so the passages get what remains.
-        frame = frame_tokens(build((), candidates))
-        packing = pack(
-            candidates,
-            limit=limit,
-            budget=max(budget - frame, 0),
-            passage_cost=passage_cost,
-            group_cost=lambda path: group_cost(contexts[path]),
-        )
-        chosen = list(packing.chosen)
-        result = build(chosen, packing.over_budget)
-        while chosen and estimate_tokens(format_search(result)) > budget:
-            # Estimates of the frame can be off by a few tokens; the budget is a promise.
-            chosen.pop()
-            result = build(chosen, packing.over_budget)
+        def fit(entries: int) -> SearchResult:
+            # The first line and footer are paid for first, at their longest (three passages
+            # named as left out, the menu with the best passage's line), so the passages
+            # get what remains.
+            frame = frame_tokens(build(candidates[:1], candidates, entries))
+            packing = pack(
+                candidates,
+                limit=limit,
+                budget=max(budget - frame, 0),
+                passage_cost=passage_cost,
+                group_cost=lambda path: group_cost(contexts[path]),
+            )
+            chosen = list(packing.chosen)
+            result = build(chosen, packing.over_budget, entries)
+            while chosen and estimate_tokens(format_search(result)) > budget:
+                # Estimates of the frame can be off by a few tokens; the budget is a promise.
+                chosen.pop()
+                result = build(chosen, packing.over_budget, entries)
+            return result
+
+        result = fit(menu_entries)
+        if menu_entries and candidates and not result.groups:
+            # A budget too small for the menu and a passage keeps the passage.
+            result = fit(0)
         return result
 
     # -- exact search ----------------------------------------------------------------------

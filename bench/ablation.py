@@ -1,0 +1,169 @@
+"""Ablation: what each optional retrieval stage is worth, measured by switching it off.
+
+    python -m bench.ablation                    # dev split, every stage off in turn
+    python -m bench.ablation --split heldout    # the held-out third, reported apart
+
+For every configuration (the server's default, all stages on, then each stage of
+``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
+subprocess driven by a real MCP client, in two modes: on the stand-in Local REST API
+with ``/search/smart`` ("smart"), and on the vault folder without ``.smart-env``
+("folder"). Each question gets ``vault_semantic_query``
+with defaults and, on a miss, the read its response suggests (``economy.follow_hint``).
+Figures: answer in the first response, within two calls, and the first response's median
+tokens, for the whole split and the slices each stage is aimed at. Tune on ``dev`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import anyio
+
+from bench.economy import Recorder, Trace, run_traced, semantic_step
+from bench.harness import (
+    OUT_DIR,
+    QUERY_VECTORS,
+    QUESTIONS,
+    Question,
+    load_questions,
+    markdown_table,
+    median,
+    server_env,
+    stdio_session,
+)
+from bench.retrieval_bench import copy_vault
+from obsidian_mcp.config import StageName
+from tests.standin.process import StandinProcess
+
+STAGES: tuple[StageName, ...] = get_args(StageName)
+# (name, stages off); None: the server's default (Settings.stages_off).
+CONFIGS: tuple[tuple[str, frozenset[StageName] | None], ...] = (
+    ("default", None),
+    ("all stages", frozenset()),
+    *((f"no {stage}", frozenset({stage})) for stage in STAGES),
+)
+MODES = ("smart", "folder")
+# The slices each stage is aimed at, reported beside the whole split.
+SLICES = ("two-file", "paraphrase", "trait: alias", "trait: next-sentence")
+
+
+def in_slice(question: Question, name: str) -> bool:
+    if name.startswith("trait: "):
+        return name.removeprefix("trait: ") in question.traits
+    return question.category == name
+
+
+def figures(traces: Sequence[Trace]) -> dict[str, float]:
+    count = len(traces) or 1
+    return {
+        "questions": len(traces),
+        "hit_first": 100 * sum(t.hit_first for t in traces) / count,
+        "hit_two": 100 * sum(t.hit_two for t in traces) / count,
+        "median_first_tokens": median([t.first_tokens for t in traces]),
+        "errors": sum(1 for t in traces if t.error),
+    }
+
+
+def summarise(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str, Any]:
+    by_id = {q.id: q for q in questions}
+    return {
+        "all": figures(traces),
+        **{
+            name: figures([t for t in traces if in_slice(by_id[t.question], name)])
+            for name in SLICES
+        },
+    }
+
+
+async def run_config(
+    env: dict[str, str],
+    off: frozenset[StageName] | None,
+    label: str,
+    questions: Sequence[Question],
+) -> list[Trace]:
+    if off is not None:
+        env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        traces, _ = await run_traced(label, recorder, semantic_step(recorder), questions)
+    return traces
+
+
+async def ablation(questions: Sequence[Question], work: Path) -> dict[str, Any]:
+    """Every configuration in every mode: {mode: {config: summary}}."""
+    with_env = copy_vault(work / "with-env" / "vault", vectors=True)
+    without_env = copy_vault(work / "no-env" / "vault", vectors=False)
+    config_dir = work / "config"
+    results: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
+    async with StandinProcess(
+        with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
+    ) as standin:
+        env = server_env(standin=standin, config_dir=config_dir)
+        for name, off in CONFIGS:
+            traces = await run_config(env, off, f"smart, {name}", questions)
+            results["smart"][name] = summarise(traces, questions)
+    env = server_env(vault=without_env, config_dir=config_dir)
+    for name, off in CONFIGS:
+        traces = await run_config(env, off, f"folder, {name}", questions)
+        results["folder"][name] = summarise(traces, questions)
+    split = ", ".join(sorted({q.split for q in questions}))
+    return {"questions": len(questions), "split": split, "modes": results}
+
+
+def ablation_table(found: dict[str, Any]) -> str:
+    """One row per configuration and mode: first response, within two calls, median tokens
+    of the first response, then first-response hits on each aimed-at slice."""
+    rows: list[list[object]] = []
+    for mode, configs in found["modes"].items():
+        for name, summary in configs.items():
+            whole = summary["all"]
+            rows.append(
+                [
+                    mode,
+                    name,
+                    f"{whole['hit_first']:.0f}%",
+                    f"{whole['hit_two']:.0f}%",
+                    f"{whole['median_first_tokens']:.0f}",
+                    *(
+                        f"{summary[s]['hit_first']:.0f}% (n={summary[s]['questions']})"
+                        for s in SLICES
+                    ),
+                ]
+            )
+    return markdown_table(
+        ["mode", "configuration", "first response", "within two", "median tokens", *SLICES],
+        rows,
+    )
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    questions = [q for q in load_questions(args.questions) if q.split == args.split]
+    print(f"ablation: {len(questions)} {args.split} questions", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
+        return await ablation(questions, Path(tmp))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.ablation", description=__doc__)
+    parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    found = anyio.run(run, args)
+    found["seconds"] = time.perf_counter() - started
+    print("\n" + ablation_table(found))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"ablation-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
+    print(f"\nresults: {path}")
+
+
+if __name__ == "__main__":
+    main()
