@@ -102,6 +102,12 @@ class Settings(BaseSettings):
         "/smart-connections/find-similar/), answered with {path}.",
     )
 
+    mcp_http_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token HTTP clients must send to `serve --http`. Unset: a new one "
+        "is generated at each start and printed to stderr.",
+    )
+
     @property
     def base_url(self) -> str:
         return f"{self.protocol}://{self.host}:{self.port}"

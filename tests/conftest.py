@@ -33,9 +33,10 @@ def shared_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture(scope="module", params=["3.2.0", "5.1.0"])
+@pytest.fixture(scope="module", params=["3.2.0", "5.1.0", "6.0.0"])
 def standin(request: pytest.FixtureRequest, shared_vault: Path) -> Iterator[StandinProcess]:
-    """The stand-in Local REST API over the module's vault copy, for plugin 3.x and 5.x."""
+    """The stand-in Local REST API over the module's vault copy, for plugin 3.x, 5.x and
+    6.x (its link index ready; tests switch it with `set_faults(link_index_pending=...)`)."""
     with StandinProcess(shared_vault, plugin_version=request.param) as process:
         yield process
 

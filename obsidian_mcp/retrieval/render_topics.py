@@ -27,6 +27,8 @@ def _neighbour_line(neighbour: Neighbour, concise: bool) -> str:
 
 def format_related(related: Related, *, concise: bool = False) -> str:
     lines = [f"# {related.path} ({related.title})"]
+    if related.links_note:
+        lines.append(related.links_note)
     sections = (
         ("links to", related.outlinks, related.total_outlinks),
         ("linked from", related.backlinks, related.total_backlinks),
@@ -66,6 +68,7 @@ def related_data(related: Related, *, concise: bool = False) -> dict[str, Any]:
         "similar": [_neighbour_data(n, concise) for n in related.similar],
         "similar_source": related.similar_source,
         "attachment_links": related.attachments,
+        **({"links_note": related.links_note} if related.links_note else {}),
     }
 
 

@@ -64,14 +64,14 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             ),
         ],
         tags: Tags,
-        context: Annotated[
-            str,
-            Field(
-                description="Why it matters or when it applies, in a sentence (at most "
-                f"{MAX_CONTEXT_CHARS:,} characters); '' if it is obvious."
-            ),
-        ],
         ctx: Context[AppState],
+        context: Annotated[
+            str | None,
+            Field(
+                description="Optional: why it matters or when it applies, in a sentence (at "
+                f"most {MAX_CONTEXT_CHARS:,} characters). Leave it out if it is obvious."
+            ),
+        ] = None,
         type: Annotated[
             str | None,
             Field(description="Optional kind, one word: fact, decision, event, preference."),
@@ -90,7 +90,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """
         with tool_errors():
             result = await app_state(ctx).require().memory.remember(
-                content, tags, context, type=type, source=source
+                content, tags, context or "", type=type, source=source
             )
         memory = result.memory
         tag_list = ", ".join(repr(tag) for tag in memory.tags)

@@ -49,6 +49,7 @@ class StandinProcess:
         fail_every: int | None = None,
         hang_pattern: str | None = None,
         drop_every: int | None = None,
+        link_index_pending: bool = False,
         startup_timeout: float = 20.0,
     ) -> None:
         args = [
@@ -75,6 +76,8 @@ class StandinProcess:
                 args += [flag, str(value)]
         if http:
             args.append("--http")
+        if link_index_pending:
+            args.append("--link-index-pending")
         self.args = args
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[str] | None = None
@@ -207,12 +210,19 @@ class StandinProcess:
 
     def set_faults(self, **faults: Any) -> dict[str, Any]:
         """Change faults at run time: ``latency_ms``, ``fail_every``, ``hang_pattern``,
-        ``drop_every``; ``None`` clears one, an omitted one is left as it is. Resets the
-        request counter that ``fail_every``/``drop_every`` count. Returns all faults."""
+        ``drop_every``, and (6.x) ``link_index_pending``; ``None`` clears one, an omitted
+        one is left as it is. Resets the request counter that ``fail_every``/``drop_every``
+        count. Returns all faults."""
         return self._control("POST", "faults", faults)
 
     def clear_faults(self) -> dict[str, Any]:
-        return self.set_faults(latency_ms=None, fail_every=None, hang_pattern=None, drop_every=None)
+        return self.set_faults(
+            latency_ms=None,
+            fail_every=None,
+            hang_pattern=None,
+            drop_every=None,
+            link_index_pending=None,
+        )
 
     def stats(self) -> dict[str, Any]:
         """``{"total", "by_route", "by_path", "injected"}``; keys are ``"METHOD path"``."""
