@@ -34,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.harness import REPO_ROOT
 
 FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"
+_SERVE_HTTP = (sys.executable, "-m", "obsidian_mcp", "serve", "--http")
 _READY = re.compile(r"MCP over HTTP at (http://\S+)")
 
 # The mixed workload: what an agent does in a session, cheapest tools included.
@@ -72,8 +73,7 @@ def http_server(
     stderr_file = workdir / "http-server.stderr"
     with stderr_file.open("w", encoding="utf-8") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "obsidian_mcp", "serve", "--http", "--port", str(port)]
-            + ["--vault", str(vault)],
+            [*_SERVE_HTTP, "--port", str(port), "--vault", str(vault)],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
