@@ -1,5 +1,5 @@
 """Read tools end to end through a real MCP client: the same answers from the vault folder
-and from the stand-in Local REST API (plugin 3.x and 5.x), in process and over stdio."""
+and from the stand-in Local REST API (plugin 3.x, 5.x and 6.x), in process and over stdio."""
 
 import json
 import os
