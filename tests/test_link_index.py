@@ -29,7 +29,8 @@ def pending_standin(shared_vault: Path) -> Iterator[StandinProcess]:
 
 async def related(settings_dir: Path, standin: StandinProcess) -> dict[str, object]:
     async with Client(build_server(rest_settings(standin, settings_dir))) as client:
-        result = await client.call_tool("vault_find_related", {"path": NOTE, "format": "json", "limit": 50})
+        arguments = {"path": NOTE, "format": "json", "limit": 50}
+        result = await client.call_tool("vault_find_related", arguments)
     block = result.content[0]
     assert isinstance(block, TextContent) and not result.is_error, block
     return json.loads(block.text)

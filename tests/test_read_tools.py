@@ -131,3 +131,14 @@ async def test_continuation_hints_read_the_largest_note_exactly(
             offset = window["next_offset"]
     assert len(pieces) > 1
     assert "".join(pieces) == content
+
+
+@pytest.mark.anyio
+async def test_tree_never_folds_one_file_and_lists_the_index_note_first(
+    shared_vault: Path, tmp_path: Path
+) -> None:
+    async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:
+        text = text_of(await client.call_tool("vault_tree", {"folder": "Sessions"}))
+    lines = text.splitlines()
+    assert lines[1] == "Session Index.md"  # 13 notes: the 13th is shown, not "… 1 more"
+    assert len(lines) == 14 and "more" not in text

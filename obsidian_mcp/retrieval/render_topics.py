@@ -13,6 +13,7 @@ from obsidian_mcp.retrieval.render import (
     quote,
     read_call,
 )
+from obsidian_mcp.text.wording import plural
 
 # -- find related ------------------------------------------------------------------------
 
@@ -98,7 +99,8 @@ def format_quick_context(context: QuickContext) -> str:
     if context.entities:
         lines.append("## people, places and things linked from the passages (summary)")
         lines.extend(
-            f"- {e.name} ({e.kind}, {e.mentions} mentions) · {e.path}" for e in context.entities
+            f"- {e.name} ({e.kind}, {plural(e.mentions, 'mention')}) · {e.path}"
+            for e in context.entities
         )
     if context.themes:
         themes = ", ".join(f"#{tag} ({count})" for tag, count in context.themes)
