@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,9 +30,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.harness import REPO_ROOT
+from tests.fixture_vault import copy_fixture_vault
 
-FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"
 _SERVE_HTTP = (sys.executable, "-m", "obsidian_mcp", "serve", "--http")
 _READY = re.compile(r"MCP over HTTP at (http://\S+)")
 
@@ -198,7 +196,7 @@ def main(argv: list[str] | None = None, out: IO[str] = sys.stdout) -> int:
     with tempfile.TemporaryDirectory(prefix="http-load-") as tmp:
         workdir = Path(tmp)
         vault = workdir / "vault"
-        shutil.copytree(FIXTURE_VAULT, vault)
+        copy_fixture_vault(vault)
         with http_server(vault, workdir) as server:
             mixed = anyio.run(mixed_load, server.url, server.token, args.clients, args.calls)
             print(_describe(f"{args.clients} clients x {args.calls} mixed calls", mixed), file=out)

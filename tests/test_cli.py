@@ -7,7 +7,7 @@ from pathlib import Path
 
 from obsidian_mcp import __version__
 from obsidian_mcp.doctor import fingerprint
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 

@@ -11,7 +11,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from obsidian_mcp.server import build_server
-from tests.conftest import REPO_ROOT, folder_settings, rest_settings
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 READ_CALLS: list[tuple[str, dict[str, object]]] = [
