@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.fixture_vault import copy_fixture_vault
+from tests.standin.process import terminate
 
 _SERVE_HTTP = (sys.executable, "-m", "obsidian_mcp", "serve", "--http")
 _READY = re.compile(r"MCP over HTTP at (http://\S+)")
@@ -82,12 +83,7 @@ def http_server(
         url, printed_token = _wait_ready(process, stderr_file)
         yield HttpServer(url, token or printed_token, process, stderr_file)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process, grace_seconds=15)
 
 
 def _wait_ready(process: subprocess.Popen[str], stderr_file: Path) -> tuple[str, str]:
@@ -128,15 +124,19 @@ class LoadResult:
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
-async def mixed_load(url: str, token: str, clients: int, calls_each: int) -> LoadResult:
-    """`clients` sessions at once, each making `calls_each` calls from MIXED_CALLS."""
+Call = tuple[str, dict[str, object]]
+
+
+async def run_clients(
+    url: str, token: str, clients: int, calls_of: Callable[[int], list[Call]]
+) -> LoadResult:
+    """`clients` sessions at once, client number n making the calls `calls_of(n)`."""
     errors: list[str] = []
     latencies: list[float] = []
 
     async def one_client(number: int) -> None:
         async with http_client(url, token) as client:
-            for n in range(calls_each):
-                tool, arguments = MIXED_CALLS[(number + n) % len(MIXED_CALLS)]
+            for tool, arguments in calls_of(number):
                 started = time.perf_counter()
                 result = await client.call_tool(tool, arguments)
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -147,29 +147,30 @@ async def mixed_load(url: str, token: str, clients: int, calls_each: int) -> Loa
     async with anyio.create_task_group() as group:
         for number in range(clients):
             group.start_soon(one_client, number)
-    return LoadResult(clients * calls_each, errors, latencies, time.perf_counter() - started)
+    return LoadResult(len(latencies), errors, latencies, time.perf_counter() - started)
+
+
+async def mixed_load(url: str, token: str, clients: int, calls_each: int) -> LoadResult:
+    """Each client makes `calls_each` calls, cycling through MIXED_CALLS from its own start."""
+    return await run_clients(
+        url,
+        token,
+        clients,
+        lambda number: [MIXED_CALLS[(number + n) % len(MIXED_CALLS)] for n in range(calls_each)],
+    )
 
 
 async def concurrent_remembers(url: str, token: str, clients: int, each: int) -> LoadResult:
-    """`clients` sessions each remembering `each` distinct memories at once."""
-    errors: list[str] = []
-    latencies: list[float] = []
-
-    async def one_client(number: int) -> None:
-        async with http_client(url, token) as client:
-            for n in range(each):
-                arguments = {"content": f"client {number} fact {n}", "tags": ["load"]}
-                started = time.perf_counter()
-                result = await client.call_tool("vault_remember", arguments)
-                latencies.append((time.perf_counter() - started) * 1000)
-                if result.is_error:
-                    errors.append(str(result.content))
-
-    started = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for number in range(clients):
-            group.start_soon(one_client, number)
-    return LoadResult(clients * each, errors, latencies, time.perf_counter() - started)
+    """Each client remembers `each` distinct memories."""
+    return await run_clients(
+        url,
+        token,
+        clients,
+        lambda number: [
+            ("vault_remember", {"content": f"client {number} fact {n}", "tags": ["load"]})
+            for n in range(each)
+        ],
+    )
 
 
 def memory_lines(vault: Path) -> list[dict[str, object]]:

@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from obsidian_mcp import __version__
+from obsidian_mcp.cli import main
 from obsidian_mcp.doctor import fingerprint
 from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
@@ -110,13 +113,15 @@ def test_doctor_tells_degraded_from_broken(shared_vault: Path, tmp_path: Path) -
     assert "broken:" in nothing.stdout
 
 
-def test_version_and_help_on_every_command() -> None:
+def test_version_and_help_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     version = run_cli("--version")
     assert (version.returncode, version.stdout.strip()) == (0, f"obsidian-mcp {__version__}")
+    # argparse answers --help before anything starts: in process is the same as a shell.
     for command in ("serve", "call", "doctor", "trust"):
-        helped = run_cli(command, "--help")
-        assert helped.returncode == 0, command
-        assert helped.stdout.startswith(f"usage: obsidian-mcp {command}"), command
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--help"])
+        assert exited.value.code == 0, command
+        assert capsys.readouterr().out.startswith(f"usage: obsidian-mcp {command}"), command
 
 
 def test_call_with_an_unknown_tool_lists_the_tools(shared_vault: Path) -> None:

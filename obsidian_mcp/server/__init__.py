@@ -8,7 +8,6 @@ from typing import Any
 import httpx
 from mcp.server import MCPServer
 from mcp.types import Icon, ToolAnnotations
-from typing_extensions import override
 
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
@@ -43,8 +42,7 @@ class VaultServer(MCPServer[AppState]):
     for in every session.
     """
 
-    @override
-    def add_tool(
+    def add_tool(  # the SDK's signature, with one default changed
         self,
         fn: Callable[..., Any],
         name: str | None = None,

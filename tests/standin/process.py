@@ -120,13 +120,7 @@ class StandinProcess:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, grace_seconds=5)
         self.returncode = proc.returncode
         if self._drain is not None:
             self._drain.join(timeout=5)
@@ -230,6 +224,18 @@ class StandinProcess:
 
     def reset_stats(self) -> dict[str, Any]:
         return self._control("DELETE", "stats")
+
+
+def terminate(proc: subprocess.Popen[Any], *, grace_seconds: float) -> None:
+    """SIGTERM, then SIGKILL if the child is still there after the grace period."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _drain(stream: IO[str], lines: queue.Queue[str | None]) -> None:
