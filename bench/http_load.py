@@ -62,7 +62,12 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    vault: Path, workdir: Path, *, token: str | None = "bench-token", port: int = 0
+    vault: Path,
+    workdir: Path,
+    *,
+    token: str | None = "bench-token",
+    port: int = 0,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[HttpServer]:
     """`obsidian-mcp serve --http` as a child process; `token=None` lets it generate one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
@@ -72,7 +77,7 @@ def http_server(
     stderr_file = workdir / "http-server.stderr"
     with stderr_file.open("w", encoding="utf-8") as sink:
         process = subprocess.Popen(
-            [*_SERVE_HTTP, "--port", str(port), "--vault", str(vault)],
+            [*_SERVE_HTTP, "--port", str(port), "--vault", str(vault), *extra_args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -118,7 +118,12 @@ def test_a_generated_token_is_printed_once_and_works(tmp_path: Path, shared_vaul
         assert ok.status_code == 200
 
 
-def test_a_non_loopback_bind_needs_an_explicit_flag(shared_vault: Path) -> None:
+def test_a_non_loopback_bind_needs_an_explicit_flag(shared_vault: Path, tmp_path: Path) -> None:
     refused = run_cli("serve", "--http", "--host", "0.0.0.0", "--vault", str(shared_vault))
     assert refused.returncode != 0
     assert "--allow-remote" in refused.stderr
+    remote = ("--host", "0.0.0.0", "--allow-remote")
+    with http_server(shared_vault, tmp_path, token=TOKEN, extra_args=remote) as running:
+        assert "WARNING" in running.stderr() and "other machines can reach" in running.stderr()
+        assert running.url.startswith("http://0.0.0.0:")
+        assert TOKEN not in running.stderr()

@@ -25,8 +25,9 @@ Memory: at the start of a task, call vault_recall (by the tags of the people, pr
 topics involved, or a query) before you search the vault; it is the cheapest answer. When
 you learn something worth keeping across sessions (a fact, a decision, a preference, an
 event), save it with vault_remember: one idea per memory, 1-3 tags you will recall it by,
-and a context saying why it matters. Repeating a memory is harmless (it is stored once).
-Retire a memory that became wrong with vault_forget(id), then remember the correction."""
+and, when it is not obvious, a context saying why it matters. Repeating a memory is
+harmless (it is stored once). Retire a memory that became wrong with vault_forget(id),
+then remember the correction."""
 
 # Writes one line to the agent's own memory file and never touches notes. Idempotent: the
 # same content with the same tags is stored once, and a repeat returns the same id.
