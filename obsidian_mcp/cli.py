@@ -19,7 +19,13 @@ from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks, store_certificate
 from obsidian_mcp.errors import VaultError
-from obsidian_mcp.http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, is_loopback, serve_http
+from obsidian_mcp.http_transport import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    HttpOptions,
+    is_loopback,
+    serve_http,
+)
 from obsidian_mcp.server import build_server
 
 logger = logging.getLogger("obsidian_mcp")
