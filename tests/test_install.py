@@ -63,15 +63,23 @@ def externally_managed_python(root: Path) -> Path:
     (stdlib / "EXTERNALLY-MANAGED").write_text(
         "[externally-managed]\nError=This Python is managed by the system; use a venv.\n"
     )
-    site = stdlib / "site-packages"
-    site.mkdir()
-    import pip
-
-    (site / "pip").symlink_to(Path(pip.__file__).parent)
     (root / "bin").mkdir()
     executable = root / "bin" / "python3"
     base = getattr(sys, "_base_executable", sys.executable)
     shutil.copy2(os.path.realpath(base), executable)
+    # Where this build looks for packages: lib/pythonX.Y/site-packages, or dist-packages
+    # on Debian's own build.
+    asked = subprocess.run(
+        [executable, "-c", "import site; print('\\n'.join(site.getsitepackages()))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    site = next(Path(p) for p in asked.stdout.split() if Path(p).is_relative_to(root))
+    site.mkdir(parents=True, exist_ok=True)
+    import pip
+
+    (site / "pip").symlink_to(Path(pip.__file__).parent)
     return executable
 
 
