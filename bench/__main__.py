@@ -10,10 +10,10 @@
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
 and the peer ``mcp-obsidian`` from PyPI (installed on first use into ``--peer-venv``,
-default ``bench/out/peer-venv``). Writes ``REPORT.md`` and its PNG charts into ``--out``
-(default ``bench/``) and every figure as JSON into ``--cache`` (default ``bench/out/``).
-Children's stderr (the stand-in's request log, the servers' logs) goes to
-``<cache>/bench-stderr.log`` unless ``--verbose``.
+default ``bench/out/peer-venv``; ``--no-peer`` leaves it out). Writes ``REPORT.md`` and its
+PNG charts into ``--out`` (default ``bench/``) and every figure as JSON into ``--cache``
+(default ``bench/out/``). Children's stderr (the stand-in's request log, the servers' logs)
+goes to ``<cache>/bench-stderr.log`` unless ``--verbose``.
 """
 
 from __future__ import annotations
@@ -122,8 +122,10 @@ def stderr_to(log: Path | None) -> Iterator[None]:
             os.close(saved)
 
 
-async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[str, Any]:
-    peer = ensure_peer(peer_venv)
+async def measure(
+    plan: Plan, cache: Path, peer_venv: Path | None, work: Path
+) -> dict[str, Any]:
+    peer = ensure_peer(peer_venv) if peer_venv is not None else None
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
     found = await economy.economy(questions, work / "economy", peer, cache / "peer-stderr.log")
@@ -139,7 +141,7 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[
     return {
         "economy": found,
         "ablation": stages,
-        "peer": {"requirement": PEER_REQUIREMENT, "version": peer.version},
+        "peer": {"requirement": PEER_REQUIREMENT, "version": peer.version} if peer else None,
         "scale": [asdict(run) for run in scale],
         "memory": [asdict(row) for row in memory],
         "overhead": {**asdict(overhead), "ratio": overhead.ratio},
@@ -183,6 +185,11 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=OUT_DIR / "peer-venv",
         help="the peer's own environment, made on first use (default bench/out/peer-venv/)",
+    )
+    parser.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="leave the peer out (no download: the test suite runs this way offline)",
     )
     parser.add_argument("--verbose", action="store_true", help="leave children's stderr on")
     parser.add_argument(
@@ -263,7 +270,8 @@ def main(argv: list[str] | None = None) -> Path:
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        results = anyio.run(measure, plan, args.cache, args.peer_venv, Path(work))
+        peer_venv = None if args.no_peer else args.peer_venv
+        results = anyio.run(measure, plan, args.cache, peer_venv, Path(work))
     results |= {
         "mode": plan.mode,
         "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),

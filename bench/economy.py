@@ -288,7 +288,7 @@ async def _ours_on_standin(
 
 
 async def economy(
-    questions: Sequence[Question], work: Path, peer: PeerInstall, peer_log: Path
+    questions: Sequence[Question], work: Path, peer: PeerInstall | None, peer_log: Path
 ) -> dict[str, Any]:
     """Run every strategy; return the traces, their summaries, the Retrieval issue's
     quality report and a sample question's raw answers from the peer and from us."""
@@ -301,11 +301,12 @@ async def economy(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
         traces, outcomes = await _ours_on_standin(standin, config_dir, questions, picker)
-        async with peer_session(peer, standin, peer_log) as session:
-            recorder = Recorder(session.client)
-            traces["peer"], _ = await run_traced(
-                "peer", recorder, peer_step(recorder, picker), questions
-            )
+        if peer is not None:
+            async with peer_session(peer, standin, peer_log) as session:
+                recorder = Recorder(session.client)
+                traces["peer"], _ = await run_traced(
+                    "peer", recorder, peer_step(recorder, picker), questions
+                )
         async with standin.async_client(timeout=30) as http:
             outcomes["simple+note"] = await retrieval_bench.run_strategy(
                 "simple+note", retrieval_bench.simple_search_runner(http, picker), questions

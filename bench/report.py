@@ -36,6 +36,9 @@ class Target:
         return {True: "met", False: "**not met**", None: "not measured"}[self.met]
 
 
+# Said wherever the peer's figures would be, when the run was made with --no-peer.
+PEER_SKIPPED = "not run (--no-peer: the test suite's run, which must work offline)"
+
 def _pct(value: float) -> str:
     return f"{value:.0f}%"
 
@@ -272,8 +275,10 @@ def targets(results: dict[str, Any]) -> list[Target]:
             "yes",
             f"{results['peer']['requirement']} (installed {results['peer']['version']}), "
             f"{peer['questions'] if peer else 0} questions, "
-            f"{peer['errors'] if peer else 0} errors",
-            bool(peer) and peer["errors"] == 0,
+            f"{peer['errors'] if peer else 0} errors"
+            if results["peer"]
+            else PEER_SKIPPED,
+            bool(peer) and peer["errors"] == 0 if results["peer"] else None,
         ),
     ]
     duration = results["duration_seconds"]
@@ -396,7 +401,9 @@ def _header(results: dict[str, Any]) -> str:
             f"- Python {machine['python']}, mcp {machine['mcp']}, obsidian-mcp at "
             f"{machine['commit']}",
             f"- peer: {results['peer']['requirement']} from PyPI (installed version "
-            f"{results['peer']['version']}), in its own virtual environment",
+            f"{results['peer']['version']}), in its own virtual environment"
+            if results["peer"]
+            else f"- peer: {PEER_SKIPPED}",
         ]
     )
 
@@ -513,17 +520,21 @@ def _fence(text: str) -> str:
     return "````text\n" + shown + "\n````"
 
 
-def _sample_section(economy: dict[str, Any], peer: dict[str, str]) -> str:
+def _sample_section(economy: dict[str, Any], peer: dict[str, str] | None) -> str:
     sample = economy["sample"]
     question = sample["question"]
+    who_answered = (
+        f"{peer['requirement']} (installed {peer['version']}) answered"
+        if peer
+        else f"The peer did not run ({PEER_SKIPPED}); this server answered"
+    )
     parts = [
         "## The peer's raw answer",
         "",
         f'Question {question["id"]}: "{question["question"]}" (gold: '
         f"{' + '.join(repr(g) for g in question['gold'])}); keywords for search-based "
-        f"strategies: `{sample['keywords']}`. {peer['requirement']} (installed "
-        f"{peer['version']}) answered, call by call, exactly as its MCP tools returned it "
-        f"(cut at {SAMPLE_CHARS:,} characters here):",
+        f"strategies: `{sample['keywords']}`. {who_answered}, call by call, exactly as its "
+        f"MCP tools returned it (cut at {SAMPLE_CHARS:,} characters here):",
     ]
     for name in ("peer", "semantic"):
         texts = sample["answers"].get(name)

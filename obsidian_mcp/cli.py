@@ -1,4 +1,4 @@
-"""Command line: serve (stdio MCP), call one tool, doctor, trust, model fetch.
+"""Command line: serve (stdio or HTTP MCP), call one tool, doctor, trust, model fetch.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -15,18 +15,30 @@ import anyio
 from mcp import Client
 from mcp.types import TextContent
 
+from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
-from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks
+from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks, store_certificate
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.http_transport import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    HttpOptions,
+    is_loopback,
+    serve_http,
+)
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.server import build_server
 
+logger = logging.getLogger("obsidian_mcp")
+
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+# doctor's exit status: scripts can tell "works with less" from "does not work".
+_DOCTOR_EXIT = {"healthy": 0, "broken": 1, "degraded": 2}
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = Settings()
-    vault: Path | None = args.vault
+    vault: Path | None = getattr(args, "vault", None)
     if vault is not None:
         settings = settings.model_copy(update={"vault_path": vault})
     return settings
@@ -48,6 +60,13 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
 
 async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> int:
     async with Client(build_server(settings)) as client:
+        names = sorted(t.name for t in (await client.list_tools()).tools)
+        if tool not in names:
+            print(
+                f"obsidian-mcp call: no tool named {tool!r}. The tools are: " + ", ".join(names),
+                file=sys.stderr,
+            )
+            return 2
         result = await client.call_tool(tool, arguments)
     for block in result.content:
         if isinstance(block, TextContent):
@@ -56,22 +75,37 @@ async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> 
 
 
 async def _doctor(settings: Settings) -> int:
-    checks = await run_checks(settings)
-    for check in checks:
+    report = await run_checks(settings)
+    for check in report.checks:
         fix = f" -> {check.fix}" if check.fix else ""
         print(f"[{_MARKS[check.outcome]}] {check.name}: {check.detail}{fix}")
-    return 1 if any(check.outcome == "fail" for check in checks) else 0
+    print(f"{report.verdict}: {report.summary}")
+    return _DOCTOR_EXIT[report.verdict]
 
 
-async def _trust(settings: Settings) -> int:
+async def _trust(settings: Settings, assume_yes: bool) -> int:
     try:
-        pem, path = await download_certificate(settings)
+        pem = await download_certificate(settings)
     except VaultError as exc:
         print(f"Could not fetch the certificate: {exc}", file=sys.stderr)
         return 1
-    print(f"Certificate of {settings.base_url} stored in {path}")
+    print(f"Certificate offered by {settings.base_url}")
     print(f"SHA-256 fingerprint: {fingerprint(pem)}")
     print("Compare it with the one in Obsidian > Settings > Local REST API if unsure.")
+    if not assume_yes:
+        if not sys.stdin.isatty():
+            print(
+                "Not stored: no terminal to confirm on. Run `obsidian-mcp trust --yes` to "
+                "store it without asking.",
+                file=sys.stderr,
+            )
+            return 1
+        answer = input(f"Store it in {settings.stored_cert}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not stored.")
+            return 1
+    path = store_certificate(settings, pem)
+    print(f"Stored in {path}")
     return 0
 
 
@@ -86,24 +120,90 @@ def _fetch(settings: Settings, name: str) -> int:
     return 0
 
 
+def _serve(settings: Settings, args: argparse.Namespace) -> None:
+    server = build_server(settings)
+    if not args.http:
+        server.run()
+        return
+    if not is_loopback(args.host):
+        if not args.allow_remote:
+            raise SystemExit(
+                f"obsidian-mcp serve: --host {args.host} would let other machines reach your "
+                "vault. Add --allow-remote if you mean it (keep the token secret and use a "
+                "firewall or TLS proxy), or leave --host at 127.0.0.1."
+            )
+        logger.warning(
+            "Serving on %s: other machines can reach this server; only the bearer token "
+            "protects the vault, and HTTP is not encrypted.",
+            args.host,
+        )
+    token = settings.mcp_http_token.get_secret_value() if settings.mcp_http_token else None
+    options = HttpOptions(host=args.host, port=args.port, token=token)
+    anyio.run(serve_http, server, options)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="obsidian-mcp", description="An MCP server for an Obsidian vault."
+        prog="obsidian-mcp",
+        description="An MCP server for an Obsidian vault: passages, not files.",
+        epilog="Configuration comes from OBSIDIAN_* environment variables (see the README). "
+        "`obsidian-mcp COMMAND --help` explains each command.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"obsidian-mcp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     vault_help = "the vault folder (overrides OBSIDIAN_VAULT_PATH)"
-    serve = commands.add_parser("serve", help="run the MCP server on stdio")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the MCP server (stdio; --http for clients that connect by URL)",
+        description="Run the MCP server. By default it speaks stdio to the client that "
+        "started it. With --http it serves streamable HTTP at http://HOST:PORT/mcp for "
+        "clients that connect by URL; they must send 'Authorization: Bearer <token>' "
+        "(OBSIDIAN_MCP_HTTP_TOKEN, or the one printed at start).",
+    )
     serve.add_argument("--vault", type=Path, help=vault_help)
-    call = commands.add_parser("call", help="run one tool and print what the model sees")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
+    serve.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to bind with --http (default {DEFAULT_HOST})"
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port with --http (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other than this machine's loopback address",
+    )
+
+    call = commands.add_parser(
+        "call",
+        help="run one tool and print what the model sees",
+        description="Run one tool and print the text the model would read. Exit status 1 "
+        "when the tool reports an error, 2 for an unknown tool (the names are listed).",
+    )
     call.add_argument("--vault", type=Path, help=vault_help)
     call.add_argument("tool", help="tool name, e.g. vault_semantic_query")
     call.add_argument(
         "arguments", nargs="*", help="key=value (values parsed as JSON if they can be)"
     )
-    doctor = commands.add_parser("doctor", help="check the configuration, one line per check")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the configuration, one line per check",
+        description="Check the configuration, one line per check with its fix. Exit status "
+        "0 healthy, 2 degraded (the tools work with less, e.g. Obsidian closed but the "
+        "vault folder serves), 1 broken (no source can serve the vault).",
+    )
     doctor.add_argument("--vault", type=Path, help=vault_help)
-    trust = commands.add_parser("trust", help="download and store the plugin's certificate")
-    trust.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
+
+    trust = commands.add_parser(
+        "trust",
+        help="show the plugin's certificate fingerprint, then store it",
+        description="Download the Local REST API plugin's self-signed certificate, show its "
+        "SHA-256 fingerprint, and store it once you confirm, so TLS stays verified.",
+    )
+    trust.add_argument("--yes", action="store_true", help="store without asking")
+
     model = commands.add_parser("model", help="manage the embedding model")
     model.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
     model_commands = model.add_subparsers(dest="model_command", required=True)
@@ -118,9 +218,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    vault: Path | None = getattr(args, "vault", None)
+    if args.command in ("serve", "call") and vault is not None and not vault.is_dir():
+        raise SystemExit(
+            f"obsidian-mcp {args.command}: --vault {vault} is not a folder; give the vault's "
+            "root folder (the one that holds your notes)."
+        )
     settings = _settings(args)
     if args.command == "serve":
-        build_server(settings).run()
+        _serve(settings, args)
         return
     if args.command == "call":
         code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments))
@@ -129,5 +235,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "model":
         code = _fetch(settings, args.name)
     else:
-        code = anyio.run(_trust, settings)
+        code = anyio.run(_trust, settings, args.yes)
     sys.exit(code)

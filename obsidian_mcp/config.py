@@ -149,6 +149,12 @@ class Settings(BaseSettings):
         "all): for measuring what each stage is worth.",
     )
 
+    mcp_http_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token HTTP clients must send to `serve --http`. Unset: a new one "
+        "is generated at each start and printed to stderr.",
+    )
+
     @property
     def base_url(self) -> str:
         return f"{self.protocol}://{self.host}:{self.port}"

@@ -10,12 +10,15 @@ from typing import Literal
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.errors import CertificateUntrusted, VaultError
+from obsidian_mcp.errors import CertificateUntrusted, ObsidianUnreachable, VaultError
 from obsidian_mcp.index.embedder import load_embedder
 from obsidian_mcp.paths import parent_folder
 from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
+# healthy: everything works. degraded: the tools answer, with less (Obsidian closed but the
+# folder serves, no semantic source). broken: no source can serve the vault.
+Verdict = Literal["healthy", "degraded", "broken"]
 OLDEST_TESTED_PLUGIN = (3, 0, 0)
 
 
@@ -32,21 +35,54 @@ def fingerprint(pem: str) -> str:
     return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
-async def download_certificate(settings: Settings) -> tuple[str, Path]:
-    """Fetch the plugin's certificate (trust on first use) and store it; returns PEM and path.
+@dataclass(frozen=True, slots=True)
+class Report:
+    checks: list[Check]
+    verdict: Verdict
+    summary: str
+
+
+async def download_certificate(settings: Settings) -> str:
+    """Fetch the plugin's certificate (trust on first use) as PEM, without storing it.
 
     The download itself cannot be verified (that is what it is for), so it goes to the
     configured host only, which is 127.0.0.1 unless the user changed it.
     """
-    unverified = settings.model_copy(update={"verify_tls": False, "cert": None})
-    async with build_http_client(unverified) as http:
-        pem = await RestSource(http, unverified).fetch_certificate()
+    async with build_http_client(settings, verify=False) as http:
+        pem = await RestSource(http, settings).fetch_certificate()
     if "BEGIN CERTIFICATE" not in pem:
         raise VaultError("Obsidian answered, but not with a PEM certificate; is it the plugin?")
+    return pem
+
+
+def store_certificate(settings: Settings, pem: str) -> Path:
     target = settings.stored_cert
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(pem, encoding="ascii")
-    return pem, target
+    return target
+
+
+def plugin_changes(info: ServerInfo) -> str:
+    """What the running plugin version changes for this server, in a clause."""
+    major = info.version[0] if info.version else 0
+    if major >= 6:
+        ready = (
+            "ready"
+            if info.link_index_ready
+            else "NOT ready yet: links and backlinks come from the notes' text until it is"
+        )
+        return (
+            f"6.x: links are null until Obsidian's link index is ready (now {ready}); "
+            "header-based PATCH is gone (this server never uses it)"
+        )
+    if major == 5:
+        return "5.x: Obsidian's links, backlinks and unresolved links are used"
+    if major == 4:
+        return "4.x: Obsidian's links and backlinks are used"
+    return (
+        "3.x: no backlinks from Obsidian (they come from the notes' text); a failing "
+        "request can hang, so timeouts guard every call"
+    )
 
 
 def _rest_checks(
@@ -59,11 +95,16 @@ def _rest_checks(
                 Check("Obsidian reachable", "ok", f"{url} answered"),
                 Check("certificate trusted", "fail", str(error), "run `obsidian-mcp trust`"),
             ]
+        detail = (
+            f"no answer at {error.url} ({error.detail})"
+            if isinstance(error, ObsidianUnreachable)
+            else str(error)
+        )
         return [
             Check(
                 "Obsidian reachable",
                 "fail",
-                str(error),
+                detail,
                 "open Obsidian and enable the Local REST API plugin; check OBSIDIAN_HOST/PORT",
             )
         ]
@@ -85,7 +126,7 @@ def _rest_checks(
         Check(
             "plugin version",
             "ok" if version_ok else "warn",
-            info.version_text,
+            f"{info.version_text} ({plugin_changes(info)})" if version_ok else info.version_text,
             "" if version_ok else "update the Local REST API plugin to 3.x or later",
         )
     )
@@ -102,7 +143,7 @@ def _rest_checks(
     return checks
 
 
-def _semantic_check(info: ServerInfo | None, settings: Settings) -> Check:
+def _semantic_check(info: ServerInfo | None, rest_ok: bool, settings: Settings) -> Check:
     if info is not None and info.has_smart_search:
         return Check("semantic source", "ok", "POST /search/smart (mcp-tools extension)")
     if settings.semantic_route:
@@ -110,6 +151,11 @@ def _semantic_check(info: ServerInfo | None, settings: Settings) -> Check:
     vault = settings.vault_path
     if vault is not None and (vault / ".smart-env").is_dir():
         return Check("semantic source", "ok", f"Smart Connections vectors in {vault}/.smart-env")
+    if settings.api_key is not None and not rest_ok:
+        # Obsidian lists its extensions only to an accepted key: nothing is known yet.
+        return Check(
+            "semantic source", "skip", "unknown until Obsidian answers and accepts the key"
+        )
     return Check(
         "semantic source",
         "warn",
@@ -166,7 +212,16 @@ def _folder_checks(settings: Settings) -> list[Check]:
     return checks
 
 
-async def run_checks(settings: Settings) -> list[Check]:
+def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdict, str]:
+    if not rest_ok and not folder_ok:
+        return "broken", "no source can serve the vault; fix a FAIL line above"
+    if any(check.outcome in ("fail", "warn") for check in checks):
+        served_by = "Obsidian" if rest_ok else "the vault folder"
+        return "degraded", f"the tools work through {served_by}; see the lines above"
+    return "healthy", "every check passed"
+
+
+async def run_checks(settings: Settings) -> Report:
     checks: list[Check] = []
     info: ServerInfo | None = None
     if settings.api_key is None:
@@ -181,9 +236,12 @@ async def run_checks(settings: Settings) -> list[Check]:
             except VaultError as exc:
                 error = exc
         checks.extend(_rest_checks(info, error, settings))
-    checks.append(_semantic_check(info, settings))
+    rest_ok = info is not None and info.authenticated
+    checks.append(_semantic_check(info, rest_ok, settings))
     checks.append(await anyio.to_thread.run_sync(_model_check, settings))
-    checks.extend(_folder_checks(settings))
+    folder_checks = _folder_checks(settings)
+    checks.extend(folder_checks)
+    folder_ok = folder_checks[0].outcome == "ok"
     if settings.api_key is None and settings.vault_path is None:
         checks.append(
             Check(
@@ -193,4 +251,5 @@ async def run_checks(settings: Settings) -> list[Check]:
                 "set OBSIDIAN_API_KEY (Obsidian open) or OBSIDIAN_VAULT_PATH",
             )
         )
-    return checks
+    verdict, summary = _verdict(checks, rest_ok, folder_ok)
+    return Report(checks, verdict, summary)

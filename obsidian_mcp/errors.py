@@ -68,6 +68,8 @@ class OutOfSpace(VaultError):
 
 class ObsidianUnreachable(VaultError):
     def __init__(self, url: str, detail: str) -> None:
+        self.url = url
+        self.detail = detail
         super().__init__(
             f"Obsidian's Local REST API did not answer at {url} ({detail}). Is Obsidian open "
             "and the Local REST API plugin enabled? Run `obsidian-mcp doctor` to check."

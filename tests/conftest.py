@@ -1,6 +1,5 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,10 +7,8 @@ import pytest
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
+from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"
 
 
 @pytest.fixture
@@ -21,22 +18,19 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def vault_copy(tmp_path: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(FIXTURE_VAULT, target)
-    return target
+    return copy_fixture_vault(tmp_path / "vault")
 
 
 @pytest.fixture(scope="module")
 def shared_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One copy of the fixture vault per module, for tests that only read."""
-    target = tmp_path_factory.mktemp("vault") / "vault"
-    shutil.copytree(FIXTURE_VAULT, target)
-    return target
+    return copy_fixture_vault(tmp_path_factory.mktemp("vault") / "vault")
 
 
-@pytest.fixture(scope="module", params=["3.2.0", "5.1.0"])
+@pytest.fixture(scope="module", params=["3.2.0", "5.1.0", "6.0.0"])
 def standin(request: pytest.FixtureRequest, shared_vault: Path) -> Iterator[StandinProcess]:
-    """The stand-in Local REST API over the module's vault copy, for plugin 3.x and 5.x."""
+    """The stand-in Local REST API over the module's vault copy, for plugin 3.x, 5.x and
+    6.x (its link index ready; tests switch it with `set_faults(link_index_pending=...)`)."""
     with StandinProcess(shared_vault, plugin_version=request.param) as process:
         yield process
 

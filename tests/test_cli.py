@@ -5,8 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from obsidian_mcp import __version__
+from obsidian_mcp.cli import main
 from obsidian_mcp.doctor import fingerprint
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 
@@ -53,17 +57,30 @@ def test_trust_stores_the_certificate_and_doctor_then_passes(
     assert "[FAIL] certificate trusted" in untrusted.stdout
     assert "obsidian-mcp trust" in untrusted.stdout
 
-    trusted = run_cli("trust", env=env)
-    assert trusted.returncode == 0, trusted.stderr
     expected = fingerprint(Path(standin.cert).read_text())
-    assert f"SHA-256 fingerprint: {expected}" in trusted.stdout
+    unconfirmed = run_cli("trust", env=env)  # no terminal to confirm on, no --yes
+    assert unconfirmed.returncode == 1
+    assert f"SHA-256 fingerprint: {expected}" in unconfirmed.stdout
+    assert "trust --yes" in unconfirmed.stderr
+    assert not (tmp_path / "obsidian-local-rest-api.pem").exists()
+    assert "OFF" not in unconfirmed.stderr  # fetching the certificate is not an opt-out
+
+    trusted = run_cli("trust", "--yes", env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    fingerprint_at = trusted.stdout.index(f"SHA-256 fingerprint: {expected}")
+    assert fingerprint_at < trusted.stdout.index("Stored in")
     assert (tmp_path / "obsidian-local-rest-api.pem").is_file()
+    assert trusted.stderr == ""
 
     healthy = run_cli("doctor", env=env)
     assert healthy.returncode == 0, healthy.stdout
     for check in ("Obsidian reachable", "certificate trusted", "plugin version", "API key"):
         assert f"[ok  ] {check}" in healthy.stdout
-    assert standin.plugin_version in healthy.stdout
+    assert f"plugin version: {standin.plugin_version} ({standin.plugin_version[0]}.x: " in (
+        healthy.stdout
+    )
+    assert "healthy: every check passed" in healthy.stdout
+    assert "obsidian-mcp doctor" not in healthy.stdout
     assert standin.api_key not in healthy.stdout + healthy.stderr
     # Without the vault folder, links that leave the vault are Obsidian's to follow.
     assert "Obsidian decides what a symbolic link shows" in healthy.stdout
@@ -75,4 +92,50 @@ def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_pa
     assert done.returncode == 1
     assert "[FAIL] API key accepted" in done.stdout
     assert "Settings > Local REST API" in done.stdout
+    # Extensions are listed only to an accepted key: the semantic source is unknown, not absent.
+    assert "[skip] semantic source: unknown" in done.stdout
+    assert "Smart Connections" not in done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].startswith("broken:")
     assert "not-the-key" not in done.stdout + done.stderr
+
+
+def test_doctor_tells_degraded_from_broken(shared_vault: Path, tmp_path: Path) -> None:
+    closed = run_cli(
+        "doctor",
+        "--vault",
+        str(shared_vault),
+        env={"OBSIDIAN_API_KEY": "k", "OBSIDIAN_PORT": "9", "OBSIDIAN_CONFIG_DIR": str(tmp_path)},
+    )
+    assert closed.returncode == 2, closed.stdout  # Obsidian closed, the folder serves
+    assert "[FAIL] Obsidian reachable: no answer at https://127.0.0.1:9" in closed.stdout
+    assert "obsidian-mcp doctor" not in closed.stdout
+    assert "degraded: the tools work through the vault folder" in closed.stdout
+    nothing = run_cli("doctor", env={"OBSIDIAN_CONFIG_DIR": str(tmp_path)})
+    assert nothing.returncode == 1
+    assert "broken:" in nothing.stdout
+
+
+def test_version_and_help_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    version = run_cli("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"obsidian-mcp {__version__}")
+    # argparse answers --help before anything starts: in process is the same as a shell.
+    for command in ("serve", "call", "doctor", "trust"):
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--help"])
+        assert exited.value.code == 0, command
+        assert capsys.readouterr().out.startswith(f"usage: obsidian-mcp {command}"), command
+
+
+def test_call_with_an_unknown_tool_lists_the_tools(shared_vault: Path) -> None:
+    done = run_cli("call", "--vault", str(shared_vault), "vault_serch", "query=x")
+    assert done.returncode == 2
+    assert "no tool named 'vault_serch'" in done.stderr
+    assert "vault_semantic_query" in done.stderr and "vault_remember" in done.stderr
+
+
+def test_a_missing_vault_folder_is_named_as_given(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "folder"
+    done = run_cli("call", "--vault", str(missing), "vault_tree")
+    assert done.returncode != 0
+    assert f"--vault {missing} is not a folder" in done.stderr
+    assert "OBSIDIAN_VAULT_PATH" not in done.stderr

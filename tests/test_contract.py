@@ -29,7 +29,8 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
     ),
     "vault_find_related": ({"path"}, {"limit", "concise", "format"}),
     "vault_quick_context": ({"topic"}, {"max_tokens", "format"}),
-    "vault_remember": ({"content", "tags", "context"}, {"type", "source"}),
+    # DESIGN.md: content and tags required; context, type and source optional.
+    "vault_remember": ({"content", "tags"}, {"context", "type", "source"}),
     "vault_recall": (
         set(),
         {
@@ -46,6 +47,16 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
         },
     ),
     "vault_forget": ({"id"}, set()),
+}
+
+# Defaults DESIGN.md's tool table names, as the schema announces them to the model.
+EXPECTED_DEFAULTS: dict[str, dict[str, object]] = {
+    "vault_semantic_query": {"limit": 5},
+    "vault_smart_search": {"limit": 10, "snippet_length": 200},
+    "vault_find_related": {"limit": 5, "concise": False},
+    "vault_tree": {"folder": "", "depth": 2},
+    "vault_search_map": {"folder": ""},
+    "vault_remember": {"context": None, "type": None, "source": None},
 }
 
 # name -> (readOnly, destructive, idempotent, openWorld)
@@ -97,7 +108,12 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
             annotations.open_world_hint,
         )
         assert actual == expected, name
+    for name, defaults in EXPECTED_DEFAULTS.items():
+        properties = tools[name].input_schema["properties"]
+        assert {key: properties[key].get("default") for key in defaults} == defaults, name
     for tool in tools.values():
         assert tool.description and len(tool.description) > 80, tool.name
+        # Docstring indentation is tokens every client pays for in every session.
+        assert "\n " not in tool.description, tool.name
         for prop, spec in tool.input_schema["properties"].items():
             assert spec.get("description"), f"{tool.name}.{prop} has no description"

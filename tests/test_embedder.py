@@ -26,7 +26,7 @@ from obsidian_mcp.index.embedder import (
 )
 from obsidian_mcp.index.smart_blocks import block_text, note_text, read_vault
 from obsidian_mcp.index.smart_env import read_legacy
-from tests.conftest import FIXTURE_VAULT, REPO_ROOT
+from tests.fixture_vault import FIXTURE_VAULT, REPO_ROOT
 from tests.test_cli import run_cli
 
 

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from obsidian_mcp.memory.model import Memory, encode
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"

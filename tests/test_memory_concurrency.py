@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 
 PROCESSES, TASKS, PER_TASK = 2, 8, 500
 MEMORY = "obsidian-mcp/memory.jsonl"

@@ -1,5 +1,5 @@
 """The memory tools end to end, through a real MCP client, over the vault folder and over
-the stand-in Local REST API (plugin 3.x and 5.x)."""
+the stand-in Local REST API (plugin 3.x, 5.x and 6.x)."""
 
 import json
 import re
@@ -65,7 +65,8 @@ def standins(rest_vault: Path) -> Iterator[dict[str, StandinProcess]]:
         yield Lazy()
 
 
-@pytest.fixture(params=["folder", "3.2.0", "5.1.0"])
+# 6.0 removed header-based PATCH: writes passing there show nothing depends on it.
+@pytest.fixture(params=["folder", "3.2.0", "5.1.0", "6.0.0"])
 def setup(
     request: pytest.FixtureRequest,
     tmp_path: Path,
@@ -105,6 +106,18 @@ def memory_id(text: str) -> str:
 def old_entry(memory_id: str, days: float, content: str, tags: tuple[str, ...]) -> str:
     ts = datetime.now(UTC) - timedelta(days=days)
     return encode(Memory(memory_id, ts, content, tags, "seeded"))
+
+
+@pytest.mark.anyio
+async def test_remember_needs_only_content_and_tags(setup: Setup) -> None:
+    """Agents call it so; the design makes context optional."""
+    async with setup.client() as client:
+        text = await ok(client, "vault_remember", content="Rook hates the cold.", tags=["rook"])
+        recalled = await ok(client, "vault_recall", tags=["rook"])
+    assert text.startswith("Remembered as ")
+    assert memory_id(text) in recalled and "Rook hates the cold." in recalled
+    [entry] = setup.entries()
+    assert entry["content"] == "Rook hates the cold." and entry["tags"] == ["rook"]
 
 
 @pytest.mark.anyio

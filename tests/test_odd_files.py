@@ -9,7 +9,6 @@ give a clear error when read by name and are skipped by everything else, never a
 
 import logging
 import os
-import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,7 +18,8 @@ import pytest
 from mcp import Client
 
 from obsidian_mcp.server import build_server
-from tests.conftest import FIXTURE_VAULT, folder_settings, rest_settings
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
 from tests.test_read_tools import text_of
 
@@ -33,7 +33,7 @@ SOCKET = "Inbox/Socket.md"
 def odd_vault(root: Path) -> Path:
     """A copy of the fixture vault with the odd entries, and the canary beside it."""
     vault = root / "vault"
-    shutil.copytree(FIXTURE_VAULT, vault)
+    copy_fixture_vault(vault)
     outside = root / "outside"
     outside.mkdir()
     canary = outside / "canary.md"

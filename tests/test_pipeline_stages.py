@@ -23,7 +23,8 @@ from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
-from tests.conftest import FIXTURE_VAULT, folder_settings
+from tests.conftest import folder_settings
+from tests.fixture_vault import FIXTURE_VAULT
 
 
 def fixture_names() -> list[NoteNames]:

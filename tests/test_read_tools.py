@@ -1,5 +1,5 @@
 """Read tools end to end through a real MCP client: the same answers from the vault folder
-and from the stand-in Local REST API (plugin 3.x and 5.x), in process and over stdio."""
+and from the stand-in Local REST API (plugin 3.x, 5.x and 6.x), in process and over stdio."""
 
 import json
 import os
@@ -11,7 +11,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from obsidian_mcp.server import build_server
-from tests.conftest import REPO_ROOT, folder_settings, rest_settings
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 READ_CALLS: list[tuple[str, dict[str, object]]] = [
@@ -131,3 +132,14 @@ async def test_continuation_hints_read_the_largest_note_exactly(
             offset = window["next_offset"]
     assert len(pieces) > 1
     assert "".join(pieces) == content
+
+
+@pytest.mark.anyio
+async def test_tree_never_folds_one_file_and_lists_the_index_note_first(
+    shared_vault: Path, tmp_path: Path
+) -> None:
+    async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:
+        text = text_of(await client.call_tool("vault_tree", {"folder": "Sessions"}))
+    lines = text.splitlines()
+    assert lines[1] == "Session Index.md"  # 13 notes: the 13th is shown, not "… 1 more"
+    assert len(lines) == 14 and "more" not in text

@@ -102,7 +102,8 @@ async def test_semantic_query_groups_passages_within_budget(folder_client: Clien
     assert "smart-env" in text.splitlines()[0] or "stored" in text.splitlines()[0]
     assert "Characters/Kettle.md" in group_paths(text)
     assert estimate_tokens(text) <= 1000
-    assert re.search(r"showing \d+ of \d+ passages in \d+ files", text)
+    # Passages counted as passages, files as files (not "(3 shown)" after a file count).
+    assert re.search(r"showing \d+ of \d+ passages, from \d+ of \d+ files", text), text
     assert "next: vault_semantic_query(" in text
     assert "· passage" in text and "summary:" in text
     paths = group_paths(text)
@@ -230,7 +231,9 @@ async def test_smart_search_with_thousands_of_matches_stays_in_budget(
 ) -> None:
     text = await call(folder_client, "vault_smart_search", query="the", max_tokens=500)
     assert estimate_tokens(text) <= 500
-    shown, total = map(int, re.search(r"showing (\d+) of (\d+) matches", text).groups())  # type: ignore[union-attr]
+    counts = re.search(r"showing (\d+) of ([\d,]+) matches", text)
+    assert counts, text
+    shown, total = int(counts[1]), int(counts[2].replace(",", ""))
     assert total > 1000 and shown <= 10
 
 

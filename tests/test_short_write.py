@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 from tests.test_read_tools import text_of
 
 LIMIT_BYTES = 4096

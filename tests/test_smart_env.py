@@ -24,7 +24,7 @@ from obsidian_mcp.index.smart_env import (
     read_v3,
     same_model,
 )
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 
 V3_VAULT = REPO_ROOT / "fixtures" / "vault-v3"
 NOTES = {

@@ -545,6 +545,7 @@ def test_faults_from_cli_and_at_runtime(launch: Launch) -> None:
             "fail_every": None,
             "hang_pattern": None,
             "drop_every": None,
+            "link_index_pending": None,
         }
         assert http.get("/vault/").status_code == 200
         lra.reset_stats()

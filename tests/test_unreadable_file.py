@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT
 
 # Root without these two capabilities is held to file modes like any user.
 WITHOUT_OVERRIDE = [

@@ -8,18 +8,15 @@ from obsidian_mcp.memory.store import MemoryStatus, Recall
 from obsidian_mcp.memory.timespec import age
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.text.wording import plural
 
 # Tokens kept back for the footer that says what was left out.
 _FOOTER_TOKENS = 60
 _MIN_CONTENT_CHARS = 80
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
 def _memories(count: int) -> str:
-    return f"{count:,} memory" if count == 1 else f"{count:,} memories"
+    return plural(count, "memory", "memories")
 
 
 def format_memory(memory: Memory, now: datetime, *, max_content: int | None = None) -> str:
@@ -153,17 +150,17 @@ def render_overview(
     memories: list[Memory], tags: list[tuple[str, int]], status: MemoryStatus, now: datetime
 ) -> str:
     lines = [
-        f"# Memory: {_memories(status.memories)}, {_plural(len(tags), 'tag')} "
+        f"# Memory: {_memories(status.memories)}, {plural(len(tags), 'tag')} "
         f"({status.path}, {status.source})"
     ]
     problems: list[str] = []
     if status.invalid_lines:
-        problems.append(f"{_plural(status.invalid_lines, 'invalid line')} skipped")
+        problems.append(f"{plural(status.invalid_lines, 'invalid line')} skipped")
     if status.torn_tail:
         problems.append("a torn last line (an interrupted write) skipped")
     if status.compaction_refused and status.dead_lines:
         problems.append(
-            f"{_plural(status.dead_lines, 'retired line')} kept: compaction needs the vault "
+            f"{plural(status.dead_lines, 'retired line')} kept: compaction needs the vault "
             "folder (OBSIDIAN_VAULT_PATH)"
         )
     if problems:

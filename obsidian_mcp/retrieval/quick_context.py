@@ -80,7 +80,9 @@ async def quick_context(
     resolver = retriever.links.resolver
     weighted = retriever.weighted_terms(topic)
 
-    top = ranked[0][1] if ranked else 1.0
+    # Seats can put a passage above a better-scoring one: scale by the best score, not the
+    # first, so no score exceeds 1.0.
+    top = max((score for _, score in ranked), default=1.0)
     hits: list[PassageHit] = []
     for chunk_id, score in ranked[:_DEPTH]:
         chunk = corpus.chunk(chunk_id)

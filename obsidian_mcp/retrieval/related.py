@@ -44,6 +44,14 @@ class Related:
     total_outlinks: int
     total_backlinks: int
     attachments: int
+    # Where the links come from when it is not the obvious source; "" when nothing to say.
+    links_note: str = ""
+
+
+LINK_INDEX_PENDING = (
+    "Obsidian's link index is not ready yet (it resolves links after start-up), so these "
+    "links and backlinks are read from the notes' text; call again later for Obsidian's own."
+)
 
 
 def _quote(record: NoteRecord, start: int, end: int) -> str:
@@ -147,6 +155,27 @@ async def _similar(
     return neighbours, "keywords (the note's name, tags and most distinctive words)"
 
 
+async def _obsidian_backlinks(
+    retriever: Retriever, record: NoteRecord
+) -> tuple[tuple[str, ...] | None, bool]:
+    """Obsidian's backlinks of the note, and whether its link index is still pending.
+
+    A cached record can predate the index becoming ready, so a record without backlinks is
+    asked for again from plugins that have an index that may be pending (6.0 on)."""
+    if record.backlinks is not None:
+        return record.backlinks, False
+    rest = retriever.vault.rest
+    if rest is None:
+        return None, False
+    try:
+        if (await rest.server_info()).link_index_ready is None:
+            return None, False  # before 6.0 links are never pending; 3.x has none
+        note = await rest.read_note(record.path)
+    except VaultError:
+        return None, False  # Obsidian closed: the text is all there is, as with the folder
+    return note.backlinks, note.link_index_pending
+
+
 async def find_related(
     retriever: Retriever, raw_path: str, *, limit: int, progress: ProgressCallback | None = None
 ) -> Related:
@@ -172,10 +201,11 @@ async def find_related(
             )
 
     backlinks: dict[str, Neighbour] = {}
-    if record.backlinks is not None:
+    obsidian_backlinks, pending = await _obsidian_backlinks(retriever, record)
+    if obsidian_backlinks is not None:
         # Obsidian's own backlinks (REST 4.0+); the sentence comes from our copy.
         sites = {site.source: site for site in retriever.links.backlinks(record.path)}
-        for source in record.backlinks:
+        for source in obsidian_backlinks:
             site = sites.get(source)
             linking = corpus.record(source)
             why = _quote(linking, site.start, site.end) if site and linking else ""
@@ -203,4 +233,5 @@ async def find_related(
         total_outlinks=len(outlinks),
         total_backlinks=len(backlinks),
         attachments=attachments,
+        links_note=LINK_INDEX_PENDING if pending else "",
     )

@@ -12,6 +12,7 @@ from obsidian_mcp.paths import note_name
 from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
 from obsidian_mcp.text.snippets import ELLIPSIS
 from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.text.wording import plural
 
 SOURCE_LABELS = {
     "smart-search": "semantic: Smart Connections via /search/smart, fused with keywords",
@@ -42,7 +43,7 @@ def group_header(context: FileContext, matches: int | None = None) -> str:
     if context.title != note_name(context.path):
         facts[0] += f" ({context.title})"
     if matches is not None:
-        facts.append(f"{matches} matches")
+        facts.append(plural(matches, "match", "matches"))
     facts.append(f"{context.tokens:,} tokens")
     if context.tags:
         facts.append(" ".join("#" + tag for tag in context.tags))
@@ -89,8 +90,10 @@ def next_calls(result: SearchResult) -> list[str]:
     return calls
 
 
-def _unit(result: SearchResult) -> str:
-    return "matches" if result.source == "exact" else "passages"
+def _units(result: SearchResult, count: int) -> str:
+    if result.source == "exact":
+        return plural(count, "match", "matches")
+    return plural(count, "passage")
 
 
 def where(hit: PassageHit) -> str:
@@ -129,10 +132,10 @@ def menu(result: SearchResult) -> list[str]:
 
 
 def footer(result: SearchResult) -> str:
-    files = len(result.groups)
+    # Passages first, as the reader counts them; then the files they came from.
     lines = [
-        f"showing {result.shown} of {result.total_passages} {_unit(result)} in "
-        f"{result.total_files} files ({files} shown)"
+        f"showing {result.shown} of {_units(result, result.total_passages)}, from "
+        f"{len(result.groups)} of {plural(result.total_files, 'file')}"
     ]
     listed = menu(result)
     lines.extend(listed)
@@ -186,7 +189,11 @@ def format_search(result: SearchResult, *, concise: bool = False) -> str:
     for group in result.groups:
         if concise:
             sections = "; ".join(" > ".join(h.section) or "(top)" for h in group.passages)
-            count = f" · {group.matches} matches" if group.matches is not None else ""
+            count = (
+                f" · {plural(group.matches, 'match', 'matches')}"
+                if group.matches is not None
+                else ""
+            )
             lines.append(
                 f"- {group.context.path} ({group.context.title}) · score "
                 f"{group.passages[0].score:.2f}{count} · {sections}"

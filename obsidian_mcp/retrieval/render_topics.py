@@ -13,6 +13,7 @@ from obsidian_mcp.retrieval.render import (
     quote,
     read_call,
 )
+from obsidian_mcp.text.wording import plural
 
 # -- find related ------------------------------------------------------------------------
 
@@ -27,6 +28,8 @@ def _neighbour_line(neighbour: Neighbour, concise: bool) -> str:
 
 def format_related(related: Related, *, concise: bool = False) -> str:
     lines = [f"# {related.path} ({related.title})"]
+    if related.links_note:
+        lines.append(related.links_note)
     sections = (
         ("links to", related.outlinks, related.total_outlinks),
         ("linked from", related.backlinks, related.total_backlinks),
@@ -66,6 +69,7 @@ def related_data(related: Related, *, concise: bool = False) -> dict[str, Any]:
         "similar": [_neighbour_data(n, concise) for n in related.similar],
         "similar_source": related.similar_source,
         "attachment_links": related.attachments,
+        **({"links_note": related.links_note} if related.links_note else {}),
     }
 
 
@@ -95,7 +99,8 @@ def format_quick_context(context: QuickContext) -> str:
     if context.entities:
         lines.append("## people, places and things linked from the passages (summary)")
         lines.extend(
-            f"- {e.name} ({e.kind}, {e.mentions} mentions) · {e.path}" for e in context.entities
+            f"- {e.name} ({e.kind}, {plural(e.mentions, 'mention')}) · {e.path}"
+            for e in context.entities
         )
     if context.themes:
         themes = ", ".join(f"#{tag} ({count})" for tag, count in context.themes)

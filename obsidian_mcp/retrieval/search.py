@@ -391,7 +391,9 @@ class Retriever:
         answer, ranked, total, whole_blocks = await self.ranked_passages(
             query, folder=scope, progress=progress
         )
-        top = ranked[0][1] if ranked else 1.0
+        # Seats can put a passage above a better-scoring one: scale by the best score, not
+        # the first, so no score exceeds 1.0.
+        top = max((score for _, score in ranked), default=1.0)
         weighted = self.weighted_terms(query)
         hits: list[PassageHit] = []
         spans: dict[str, list[tuple[int, int]]] = {}

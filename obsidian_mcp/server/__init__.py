@@ -1,10 +1,13 @@
 """The MCP surface: a thin layer that parses arguments, calls domain code and formats."""
 
-from collections.abc import AsyncGenerator
+import inspect
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 from mcp.server import MCPServer
+from mcp.types import Icon, ToolAnnotations
 
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
@@ -32,6 +35,36 @@ Results say what was left out and the exact call that continues; follow those hi
 {MEMORY_GUIDE}"""
 
 
+class VaultServer(MCPServer[AppState]):
+    """MCPServer whose tool descriptions are dedented docstrings.
+
+    The SDK sends `fn.__doc__` as it is, indentation included: tokens every client pays
+    for in every session.
+    """
+
+    def add_tool(  # the SDK's signature, with one default changed
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description or inspect.cleandoc(fn.__doc__ or ""),
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+
+
 def build_server(
     settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
 ) -> MCPServer[AppState]:
@@ -48,7 +81,7 @@ def build_server(
             finally:
                 state_ref.set(None)
 
-    mcp: MCPServer[AppState] = MCPServer(
+    mcp = VaultServer(
         "obsidian-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,

@@ -59,7 +59,10 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
     """Choose the sources; the note says why a configured source is not in use."""
     disk = FolderSource(settings.vault_path) if settings.vault_path is not None else None
     if disk is not None and not disk.root.is_dir():
-        return None, f"OBSIDIAN_VAULT_PATH={settings.vault_path} is not a folder."
+        return None, (
+            f"the vault folder {settings.vault_path} does not exist or is not a folder; point "
+            "--vault or OBSIDIAN_VAULT_PATH at the vault's root folder."
+        )
     live: Source | None = None
     note = ""
     if settings.api_key is not None:

@@ -25,8 +25,9 @@ Memory: at the start of a task, call vault_recall (by the tags of the people, pr
 topics involved, or a query) before you search the vault; it is the cheapest answer. When
 you learn something worth keeping across sessions (a fact, a decision, a preference, an
 event), save it with vault_remember: one idea per memory, 1-3 tags you will recall it by,
-and a context saying why it matters. Repeating a memory is harmless (it is stored once).
-Retire a memory that became wrong with vault_forget(id), then remember the correction."""
+and, when it is not obvious, a context saying why it matters. Repeating a memory is
+harmless (it is stored once). Retire a memory that became wrong with vault_forget(id),
+then remember the correction."""
 
 # Writes one line to the agent's own memory file and never touches notes. Idempotent: the
 # same content with the same tags is stored once, and a repeat returns the same id.
@@ -64,14 +65,14 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             ),
         ],
         tags: Tags,
-        context: Annotated[
-            str,
-            Field(
-                description="Why it matters or when it applies, in a sentence (at most "
-                f"{MAX_CONTEXT_CHARS:,} characters); '' if it is obvious."
-            ),
-        ],
         ctx: Context[AppState],
+        context: Annotated[
+            str | None,
+            Field(
+                description="Optional: why it matters or when it applies, in a sentence (at "
+                f"most {MAX_CONTEXT_CHARS:,} characters). Leave it out if it is obvious."
+            ),
+        ] = None,
         type: Annotated[
             str | None,
             Field(description="Optional kind, one word: fact, decision, event, preference."),
@@ -90,7 +91,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """
         with tool_errors():
             result = await app_state(ctx).require().memory.remember(
-                content, tags, context, type=type, source=source
+                content, tags, context or "", type=type, source=source
             )
         memory = result.memory
         tag_list = ", ".join(repr(tag) for tag in memory.tags)

@@ -19,6 +19,7 @@ from obsidian_mcp.server.common import (
     to_json,
     tool_errors,
 )
+from obsidian_mcp.text.wording import plural
 
 NotePath = Annotated[
     str,
@@ -29,6 +30,8 @@ NotePath = Annotated[
 ]
 # Folders listed per level before the rest are summarised; keeps a big vault's tree cheap.
 _TREE_ITEMS_PER_FOLDER = 12
+# Note names that introduce their folder, besides the folder's own name.
+_INDEX_STEMS = frozenset({"index", "_index", "readme", "home", "overview", "moc"})
 
 
 def _quote(value: str) -> str:
@@ -80,10 +83,23 @@ def format_outline(outline: NoteOutline) -> str:
     return "\n".join(lines)
 
 
+def _is_index_note(folder: str, path: str) -> bool:
+    """The note that introduces its folder: `Sessions/Session Index.md`, `Lore/Lore.md`."""
+    stem = path.rpartition("/")[2].removesuffix(".md").lower()
+    name = folder.rpartition("/")[2].lower()
+    return stem == name or stem in _INDEX_STEMS or stem.endswith((" index", " moc"))
+
+
+def _shown_count(total: int) -> int:
+    # A "… 1 more" line costs what the item itself costs: show it instead.
+    return total if total <= _TREE_ITEMS_PER_FOLDER + 1 else _TREE_ITEMS_PER_FOLDER
+
+
 def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> None:
     pad = "  " * indent
     folders = sorted(node.folders.values(), key=lambda f: f.name.lower())
-    for child in folders[:_TREE_ITEMS_PER_FOLDER]:
+    shown_folders = _shown_count(len(folders))
+    for child in folders[:shown_folders]:
         counts = f"{child.note_count} notes"
         if child.attachment_count:
             counts += f", {child.attachment_count} attachments"
@@ -92,12 +108,17 @@ def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> 
         lines.append(f"{pad}{child.name}/ ({counts})")
         if depth > 1:
             _tree_lines(child, depth - 1, indent + 1, lines)
-    if len(folders) > _TREE_ITEMS_PER_FOLDER:
-        lines.append(f"{pad}… {len(folders) - _TREE_ITEMS_PER_FOLDER} more folders")
-    files = sorted(node.notes + node.attachments, key=str.lower)
-    lines.extend(f"{pad}{path.rpartition('/')[2]}" for path in files[:_TREE_ITEMS_PER_FOLDER])
-    if len(files) > _TREE_ITEMS_PER_FOLDER:
-        lines.append(f"{pad}… {len(files) - _TREE_ITEMS_PER_FOLDER} more files")
+    if len(folders) > shown_folders:
+        lines.append(f"{pad}… {plural(len(folders) - shown_folders, 'more folder')}")
+    # The folder's index note first, so folding never hides the note that explains it.
+    files = sorted(
+        node.notes + node.attachments,
+        key=lambda path: (not _is_index_note(node.path, path), path.lower()),
+    )
+    shown_files = _shown_count(len(files))
+    lines.extend(f"{pad}{path.rpartition('/')[2]}" for path in files[:shown_files])
+    if len(files) > shown_files:
+        lines.append(f"{pad}… {plural(len(files) - shown_files, 'more file')}")
 
 
 def format_tree(node: FolderNode, depth: int) -> str:

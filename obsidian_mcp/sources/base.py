@@ -25,6 +25,9 @@ class NoteData:
     stat: FileStat
     # Obsidian's metadata cache, when the source has one (REST); None from the folder.
     backlinks: tuple[str, ...] | None = None
+    # True when the source has a link index that is not ready yet (REST 6.x at start-up):
+    # backlinks are then unknown, not absent.
+    link_index_pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)

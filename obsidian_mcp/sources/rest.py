@@ -1,4 +1,4 @@
-"""Obsidian's Local REST API plugin, versions 3.x to 5.x.
+"""Obsidian's Local REST API plugin, versions 3.x to 6.x.
 
 The contract moved between versions (see shared/reference/local-rest-api.md); the client
 reads `versions.self` from `GET /` once and branches only where it must. Requests that are
@@ -58,6 +58,8 @@ class ServerInfo:
     authenticated: bool
     extension_routes: frozenset[str]
     extension_ids: frozenset[str]
+    # 6.0+: whether Obsidian has resolved the vault's links; None before 6.0 (always known).
+    link_index_ready: bool | None = None
 
     @property
     def has_smart_search(self) -> bool:
@@ -141,15 +143,20 @@ def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
 
 
 def build_http_client(
-    settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    verify: ssl.SSLContext | bool | None = None,
 ) -> httpx.AsyncClient:
+    """The REST client; `verify` replaces what the settings ask for (`trust` fetches the
+    certificate unverified, which is what it is for, without the settings saying so)."""
     headers: dict[str, str] = {}
     if settings.api_key is not None:
         headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
     return httpx.AsyncClient(
         base_url=settings.base_url,
         headers=headers,
-        verify=tls_verification(settings),
+        verify=tls_verification(settings) if verify is None else verify,
         timeout=httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout),
         transport=transport,
     )
@@ -270,6 +277,9 @@ class RestSource:
             authenticated=bool(body.get("authenticated")),
             extension_routes=frozenset(routes),
             extension_ids=frozenset(str(ext.get("id", "")) for ext in extensions),
+            link_index_ready=(
+                bool(body["linkIndexReady"]) if "linkIndexReady" in body else None
+            ),
         )
         return self._info
 
@@ -369,6 +379,8 @@ class RestSource:
                 if isinstance(backlinks, list)
                 else None
             ),
+            # 6.0+: the key is there but null until Obsidian has resolved the vault's links.
+            link_index_pending="backlinks" in body and backlinks is None,
         )
 
     async def stat(self, path: str) -> FileStat | None:

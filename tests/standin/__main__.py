@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-every", type=int, default=None)
     parser.add_argument("--hang-pattern", default=None, help="regex on the request path")
     parser.add_argument("--drop-every", type=int, default=None)
+    parser.add_argument(
+        "--link-index-pending",
+        action="store_true",
+        help="6.x: start before Obsidian has resolved the vault's links (links null)",
+    )
     return parser
 
 
@@ -70,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 "fail_every": args.fail_every,
                 "hang_pattern": args.hang_pattern,
                 "drop_every": args.drop_every,
+                "link_index_pending": args.link_index_pending or None,
             }
         )
     except ValueError as exc:

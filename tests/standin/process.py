@@ -49,6 +49,7 @@ class StandinProcess:
         fail_every: int | None = None,
         hang_pattern: str | None = None,
         drop_every: int | None = None,
+        link_index_pending: bool = False,
         startup_timeout: float = 20.0,
     ) -> None:
         args = [
@@ -75,6 +76,8 @@ class StandinProcess:
                 args += [flag, str(value)]
         if http:
             args.append("--http")
+        if link_index_pending:
+            args.append("--link-index-pending")
         self.args = args
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[str] | None = None
@@ -117,13 +120,7 @@ class StandinProcess:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, grace_seconds=5)
         self.returncode = proc.returncode
         if self._drain is not None:
             self._drain.join(timeout=5)
@@ -207,12 +204,19 @@ class StandinProcess:
 
     def set_faults(self, **faults: Any) -> dict[str, Any]:
         """Change faults at run time: ``latency_ms``, ``fail_every``, ``hang_pattern``,
-        ``drop_every``; ``None`` clears one, an omitted one is left as it is. Resets the
-        request counter that ``fail_every``/``drop_every`` count. Returns all faults."""
+        ``drop_every``, and (6.x) ``link_index_pending``; ``None`` clears one, an omitted
+        one is left as it is. Resets the request counter that ``fail_every``/``drop_every``
+        count. Returns all faults."""
         return self._control("POST", "faults", faults)
 
     def clear_faults(self) -> dict[str, Any]:
-        return self.set_faults(latency_ms=None, fail_every=None, hang_pattern=None, drop_every=None)
+        return self.set_faults(
+            latency_ms=None,
+            fail_every=None,
+            hang_pattern=None,
+            drop_every=None,
+            link_index_pending=None,
+        )
 
     def stats(self) -> dict[str, Any]:
         """``{"total", "by_route", "by_path", "injected"}``; keys are ``"METHOD path"``."""
@@ -220,6 +224,18 @@ class StandinProcess:
 
     def reset_stats(self) -> dict[str, Any]:
         return self._control("DELETE", "stats")
+
+
+def terminate(proc: subprocess.Popen[Any], *, grace_seconds: float) -> None:
+    """SIGTERM, then SIGKILL if the child is still there after the grace period."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _drain(stream: IO[str], lines: queue.Queue[str | None]) -> None:

@@ -184,6 +184,9 @@ class Faults:
     fail_every: int | None = None
     hang_pattern: re.Pattern[str] | None = None
     drop_every: int | None = None
+    #: 6.x only: Obsidian has not resolved the vault's links yet (``linkIndexReady`` false,
+    #: links null). Not a fault, but switched at run time the same way.
+    link_index_pending: bool | None = None
     #: Requests seen since the faults were last set; ``fail_every``/``drop_every`` count it.
     seen: int = 0
 
@@ -193,11 +196,13 @@ class Faults:
             "fail_every": self.fail_every,
             "hang_pattern": self.hang_pattern.pattern if self.hang_pattern else None,
             "drop_every": self.drop_every,
+            "link_index_pending": self.link_index_pending,
         }
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply a control-route body; raises ValueError on a bad field."""
-        unknown = set(changes) - {"latency_ms", "fail_every", "hang_pattern", "drop_every"}
+        known = {"latency_ms", "fail_every", "hang_pattern", "drop_every", "link_index_pending"}
+        unknown = set(changes) - known
         if unknown:
             raise ValueError(f"unknown fault field(s): {sorted(unknown)}")
         for name in ("fail_every", "drop_every"):
@@ -211,6 +216,11 @@ class Faults:
             if value is not None and (not isinstance(value, int | float) or value < 0):
                 raise ValueError("latency_ms must be a non-negative number or null")
             self.latency_ms = value
+        if "link_index_pending" in changes:
+            value = changes["link_index_pending"]
+            if value is not None and not isinstance(value, bool):
+                raise ValueError("link_index_pending must be a boolean or null")
+            self.link_index_pending = value
         if "hang_pattern" in changes:
             value = changes["hang_pattern"]
             if value is not None and not isinstance(value, str):
@@ -382,6 +392,11 @@ class Plugin:
                 return json_response({"error": "Templater plugin is not available"}, 503)
         return envelope(status=404)
 
+    @property
+    def links_pending(self) -> bool:
+        """6.x before Obsidian resolved the vault's links: links, backlinks are null."""
+        return self.f.v6 and bool(self.state.faults.link_index_pending)
+
     # --- GET / ----------------------------------------------------------------------
 
     def root(self, req: Request) -> Response:
@@ -392,6 +407,8 @@ class Plugin:
             "service": "Obsidian Local REST API",
             "authenticated": self.authenticated(req),
         }
+        if self.f.v6:
+            body["linkIndexReady"] = not self.links_pending
         if body["authenticated"]:
             remaining = self.state.config.certificate.not_after - dt.datetime.now(dt.UTC)
             body["certificateInfo"] = {
@@ -528,7 +545,13 @@ class Plugin:
         disposition = {"Content-Disposition": f'attachment; filename="{quoted}"'}
         if accept == NOTE_JSON:
             graph = self.vault.link_graph() if self.f.links else None
-            note = self.vault.note_json(entry, graph=graph, unresolved=self.f.v5, content=None)
+            note = self.vault.note_json(
+                entry,
+                graph=graph,
+                unresolved=self.f.v5,
+                content=None,
+                links_pending=self.links_pending,
+            )
             response = json_response(note, content_type=NOTE_JSON)
             response.headers.update(disposition)
             return response
@@ -582,20 +605,25 @@ class Plugin:
         logic_text = json.dumps(logic)
         lazy_content = self.f.errors_answer_500 and '"content"' not in logic_text
         snap = self.vault.snapshot()
-        key = ("jsonlogic", snap.generation, logic_text)
+        pending = self.links_pending
+        key = ("jsonlogic", snap.generation, logic_text, pending)
         cached = self._recall(key)
         if cached is not None:
             return cached
         graph = self.vault.link_graph(snap) if self.f.links else None
         var = logic.get("var") if isinstance(logic, dict) and len(logic) == 1 else None
         if isinstance(var, str) and var and "." not in var:
-            return self._remember(key, self._search_var(snap, graph, var, lazy_content))
+            return self._remember(key, self._search_var(snap, graph, var, lazy_content, pending))
         results: list[dict[str, Any]] = []
         for entry in snap.files.values():
             if not entry.is_markdown:
                 continue
             note = self.vault.note_record(
-                entry, graph=graph, unresolved=self.f.v5, content=not lazy_content
+                entry,
+                graph=graph,
+                unresolved=self.f.v5,
+                content=not lazy_content,
+                links_pending=pending,
             ).note
             try:
                 value = jsonlogic.apply(logic, note)
@@ -608,7 +636,12 @@ class Plugin:
         return self._remember(key, json_response(results))
 
     def _search_var(
-        self, snap: Snapshot, graph: LinkGraph | None, var: str, lazy_content: bool
+        self,
+        snap: Snapshot,
+        graph: LinkGraph | None,
+        var: str,
+        lazy_content: bool,
+        links_pending: bool,
     ) -> Response:
         """``{"var": "<top-level key>"}`` (e.g. ``stat``): the generic answer, spliced from
         per-note encoded items cached with each note."""
@@ -617,7 +650,11 @@ class Plugin:
             if not entry.is_markdown:
                 continue
             record = self.vault.note_record(
-                entry, graph=graph, unresolved=self.f.v5, content=not lazy_content
+                entry,
+                graph=graph,
+                unresolved=self.f.v5,
+                content=not lazy_content,
+                links_pending=links_pending,
             )
             cached = record.fragments.get(var)
             if cached is None:

@@ -177,7 +177,7 @@ class Vault:
         #: names version -> basenames added or removed to reach it (see _link_names).
         self._names_log: dict[int, frozenset[str]] = {}
         self._by_name: tuple[int, dict[str, list[str]]] | None = None
-        self._notes: dict[tuple[str, bool, bool], _NoteRecord] = {}
+        self._notes: dict[tuple[str, bool, bool, bool], _NoteRecord] = {}
         self._last_graph: LinkGraph | None = None
         # The scan: refreshed from inotify events when trusted, else by a full re-stat.
         self._watcher = Watcher.create()
@@ -569,8 +569,10 @@ class Vault:
         graph: LinkGraph | None,
         unresolved: bool,
         content: str | None,
+        links_pending: bool = False,
     ) -> dict[str, Any]:
-        """``getFileMetadataObject``: links/backlinks when ``graph`` is given (≥4.0)."""
+        """``getFileMetadataObject``: links/backlinks when ``graph`` is given (≥4.0), null
+        while ``links_pending`` (6.0: Obsidian has not resolved the vault's links yet)."""
         meta = self.metadata(entry)
         note: dict[str, Any] = {
             "tags": self._tags(meta),
@@ -580,20 +582,30 @@ class Vault:
             "content": self.read_text(entry.path) if content is None else content,
         }
         if graph is not None:
-            note["links"] = graph.links.get(entry.path, _NO_LINKS)
-            note["backlinks"] = graph.backlinks.get(entry.path, _NO_LINKS)
+            note["links"] = None if links_pending else graph.links.get(entry.path, _NO_LINKS)
+            note["backlinks"] = (
+                None if links_pending else graph.backlinks.get(entry.path, _NO_LINKS)
+            )
             if unresolved:
-                note["unresolvedLinks"] = graph.unresolved.get(entry.path, _NO_LINKS)
+                note["unresolvedLinks"] = (
+                    None if links_pending else graph.unresolved.get(entry.path, _NO_LINKS)
+                )
         return note
 
     def note_record(
-        self, entry: FileEntry, *, graph: LinkGraph | None, unresolved: bool, content: bool
+        self,
+        entry: FileEntry,
+        *,
+        graph: LinkGraph | None,
+        unresolved: bool,
+        content: bool,
+        links_pending: bool = False,
     ) -> _NoteRecord:
         """The note JSON of an indexed markdown file, cached (never mutate it);
         ``content=False`` gives ``"content": ""`` as the plugin's lazy JsonLogic does."""
-        key = (entry.path, unresolved, content)
+        key = (entry.path, unresolved, content, links_pending)
         links = backlinks = unresolved_links = None
-        if graph is not None:
+        if graph is not None and not links_pending:
             links = graph.links.get(entry.path, _NO_LINKS)
             backlinks = graph.backlinks.get(entry.path, _NO_LINKS)
             if unresolved:
@@ -609,7 +621,11 @@ class Vault:
         ):
             return record
         note = self.note_json(
-            entry, graph=graph, unresolved=unresolved, content=self.text(entry) if content else ""
+            entry,
+            graph=graph,
+            unresolved=unresolved,
+            content=self.text(entry) if content else "",
+            links_pending=links_pending,
         )
         record = _NoteRecord(entry, links, backlinks, unresolved_links, note)
         self._notes[key] = record

@@ -43,6 +43,9 @@ class Features:
     traversal_guard: bool
     #: 5.0.0: ``unresolvedLinks``, per-segment path decoding, DELETE to ``.trash/``.
     v5: bool
+    #: 6.0.0: ``GET /`` reports ``linkIndexReady``; a note's ``links``, ``backlinks`` and
+    #: ``unresolvedLinks`` are null until it is true; header-based PATCH is gone.
+    v6: bool
     #: Manifest ``name`` and the section named in the 401 message.
     manifest_name: str
     auth_section: str
@@ -66,6 +69,7 @@ class Features:
             errors_answer_500=v >= (4, 0, 3),
             traversal_guard=v >= (4, 1, 3),
             v5=v >= (5, 0, 0),
+            v6=v >= (6, 0, 0),
             manifest_name=name,
             auth_section="Local REST API with MCP" if v >= (4, 1, 1) else "Local REST API",
         )
