@@ -4,6 +4,8 @@ The server turns every `VaultError` into a `ToolError` unchanged, so the text he
 exactly what the agent reads. No message may contain the API key.
 """
 
+import errno
+
 
 class VaultError(Exception):
     """A failure the agent can act on."""
@@ -99,3 +101,29 @@ class UpstreamError(VaultError):
 
 class InvalidArgument(VaultError):
     """An argument the model can correct."""
+
+
+_OS_ADVICE = {
+    errno.EACCES: "Make the file and its folder writable by this server, then try again.",
+    errno.EPERM: "The file is protected (read-only or immutable, e.g. `chattr +i`); make it "
+    "writable, then try again.",
+    errno.EROFS: "The vault is on a read-only filesystem; mount it writable, then try again.",
+    errno.ENOSPC: "The disk is full; free some space, then try again.",
+    errno.EDQUOT: "The disk quota is used up; free some space, then try again.",
+    errno.ENOTDIR: "A file stands where the path needs a folder; rename or move that file.",
+    errno.EEXIST: "A file stands where the path needs a folder; rename or move that file.",
+    errno.EISDIR: "A folder stands where the path needs a file; rename or move that folder.",
+    errno.ENAMETOOLONG: "The path is too long for the filesystem; use a shorter one.",
+}
+
+
+class FileSystemFailure(VaultError):
+    """The vault folder refused an operation; the message names the cause and the fix."""
+
+    def __init__(self, path: str, doing: str, exc: OSError) -> None:
+        self.errno = exc.errno
+        reason = exc.strerror or type(exc).__name__
+        advice = _OS_ADVICE.get(
+            exc.errno or 0, "Check the file and its folder in the vault, then try again."
+        )
+        super().__init__(f"Could not {doing} {path!r} in the vault folder: {reason}. {advice}")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.limits import check_query_terms
 from obsidian_mcp.paths import is_markdown, normalize_vault_path
 from obsidian_mcp.text.markdown import (
     ParsedNote,
@@ -241,8 +242,10 @@ class SearchMap:
 
 
 async def search_map(vault: Vault, query: str, folder: str) -> SearchMap:
-    if not query.split():
+    words = list(dict.fromkeys(query.lower().split()))
+    if not words:
         raise InvalidArgument("query is empty; give one or more words to look for.")
+    check_query_terms(words)
     scope = normalize_vault_path(folder, folder=True)
     prefix = scope + "/" if scope else ""
     files: dict[str, int] = {}

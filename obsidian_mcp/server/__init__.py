@@ -9,6 +9,7 @@ from mcp.server import MCPServer
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server.app import AppState, StateRef, app_lifespan
+from obsidian_mcp.server.boundary import VaultServer
 from obsidian_mcp.server.memory_tools import MEMORY_GUIDE, register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
@@ -48,7 +49,7 @@ def build_server(
             finally:
                 state_ref.set(None)
 
-    mcp: MCPServer[AppState] = MCPServer(
+    mcp: MCPServer[AppState] = VaultServer(
         "obsidian-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,

@@ -12,9 +12,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+import anyio.from_thread
 import anyio.to_thread
 
-from obsidian_mcp.errors import IsAFolder, NoteNotFound, NotText, PathRefused, VaultError
+from obsidian_mcp.errors import (
+    FileSystemFailure,
+    IsAFolder,
+    NoteNotFound,
+    NotText,
+    PathRefused,
+    VaultError,
+)
 from obsidian_mcp.paths import is_hidden, is_markdown
 from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
 
@@ -96,8 +104,10 @@ class FolderSource:
             raise IsAFolder(path)
         try:
             st = target.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise FileSystemFailure(path, "read", exc) from exc
         return FileStat(path, mtime_ms(st), st.st_size)
 
     async def stat(self, path: str) -> FileStat | None:
@@ -113,8 +123,11 @@ class FolderSource:
     def _read_text(self, path: str, target: Path) -> NoteData:
         try:
             st = target.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # 'Home.md/x.md': a note cannot sit under a note, so there is no such note.
             raise NoteNotFound(path) from None
+        except OSError as exc:
+            raise FileSystemFailure(path, "read", exc) from exc
         if stat.S_ISDIR(st.st_mode):
             raise IsAFolder(path)
         cached = self._texts.get(path)
@@ -123,6 +136,8 @@ class FolderSource:
                 data = target.read_bytes()
             except FileNotFoundError:
                 raise NoteNotFound(path) from None
+            except OSError as exc:
+                raise FileSystemFailure(path, "read", exc) from exc
             if looks_binary(data[:_SNIFF_BYTES]):
                 raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
@@ -146,6 +161,12 @@ class FolderSource:
         return target
 
     def _write(self, path: str, content: str) -> None:
+        try:
+            self._replace_file(path, content)
+        except OSError as exc:
+            raise FileSystemFailure(path, "write", exc) from exc
+
+    def _replace_file(self, path: str, content: str) -> None:
         target = self._writable(path)
         # Write a sibling and rename over the target, so a reader never sees half a file.
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -156,6 +177,12 @@ class FolderSource:
         await anyio.to_thread.run_sync(self._write, path, content)
 
     def _append(self, path: str, content: str) -> None:
+        try:
+            self._append_locked(path, content)
+        except OSError as exc:
+            raise FileSystemFailure(path, "append to", exc) from exc
+
+    def _append_locked(self, path: str, content: str) -> None:
         target = self._writable(path)
         data = content.encode("utf-8")
         descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -188,6 +215,9 @@ class FolderSource:
         for path in self._walk():
             if not is_markdown(path):
                 continue
+            # The scan runs on a worker thread, which a cancelled request cannot interrupt;
+            # it asks, note by note, whether the request is still wanted.
+            anyio.from_thread.check_cancelled()
             target = self._root / path
             try:
                 # The walk never enters a linked folder, so only a linked file can lead
