@@ -14,21 +14,31 @@ from pathlib import Path
 import anyio
 from mcp import Client
 from mcp.types import TextContent
+from pydantic import ValidationError
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.server import build_server
+from obsidian_mcp.validation import describe_invalid_arguments
 
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = Settings()
+def _settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
+    """The settings, and what is wrong with the environment's if it cannot be read: the
+    server then runs on defaults and answers every call with that problem."""
+    problem: str | None = None
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problem = describe_invalid_arguments(exc, Settings.model_json_schema(), "OBSIDIAN_")
+        logging.getLogger(__name__).error("invalid settings: %s", problem)
+        settings = Settings.model_construct()
     vault: Path | None = args.vault
     if vault is not None:
         settings = settings.model_copy(update={"vault_path": vault})
-    return settings
+    return settings, problem
 
 
 def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
@@ -45,8 +55,10 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
     return arguments
 
 
-async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> int:
-    async with Client(build_server(settings)) as client:
+async def _call(
+    settings: Settings, tool: str, arguments: dict[str, object], problem: str | None
+) -> int:
+    async with Client(build_server(settings, configuration_error=problem)) as client:
         result = await client.call_tool(tool, arguments)
     for block in result.content:
         if isinstance(block, TextContent):
@@ -99,12 +111,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    settings = _settings(args)
+    settings, problem = _settings(args)
     if args.command == "serve":
-        build_server(settings).run()
+        build_server(settings, configuration_error=problem).run()
         return
+    if problem is not None and args.command != "call":
+        raise SystemExit(f"obsidian-mcp: the environment's settings are invalid: {problem}")
     if args.command == "call":
-        code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments))
+        code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments), problem)
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
     else:

@@ -99,6 +99,27 @@ class UpstreamError(VaultError):
         super().__init__(f"Obsidian at {url} answered HTTP {status}: {message}. {advice}")
 
 
+class ConfigurationInvalid(VaultError):
+    """The server started, but its settings cannot work; every call says so."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(
+            f"The obsidian-mcp server is misconfigured: {problem} Fix it in the environment "
+            "your MCP client starts the server with, then restart the server; until then no "
+            "vault tool can work."
+        )
+
+
+class CertificateUnusable(VaultError):
+    def __init__(self, cert: str, reason: str) -> None:
+        super().__init__(
+            f"OBSIDIAN_CERT={cert} cannot be used as a certificate ({reason}). Point it at "
+            "the plugin's PEM file, or unset it and run `obsidian-mcp trust` to store the "
+            "certificate."
+        )
+
+
 class InvalidArgument(VaultError):
     """An argument the model can correct."""
 

@@ -34,15 +34,19 @@ Results say what was left out and the exact call that continues; follow those hi
 
 
 def build_server(
-    settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    configuration_error: str | None = None,
 ) -> MCPServer[AppState]:
-    """The server for these settings; `transport` replaces the network for the REST client."""
+    """The server for these settings; `transport` replaces the network for the REST client.
+    With a `configuration_error` it still serves, and every call answers with that error."""
 
     state_ref = StateRef()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncGenerator[AppState, None]:
-        async with app_lifespan(settings, transport) as state:
+        async with app_lifespan(settings, transport, configuration_error) as state:
             state_ref.set(state)
             try:
                 yield state
