@@ -37,6 +37,12 @@ def _replace_surrogates(value: object) -> object:
     return value
 
 
+def _is_tool_call(message: object) -> bool:
+    if not isinstance(message, dict):
+        return False
+    return cast(dict[str, object], message).get("method") == "tools/call"
+
+
 def recover_lone_surrogates(item: Item) -> Item:
     """The message the SDK's reader refused for a lone surrogate escape, or `item` as is."""
     if not isinstance(item, ValidationError):
@@ -46,9 +52,8 @@ def recover_lone_surrogates(item: Item) -> Item:
     if not isinstance(line, str) or not _SURROGATE_ESCAPE.search(line):
         return item
     try:
-        raw: object = json.loads(line)
-        request = cast(dict[str, object], raw) if isinstance(raw, dict) else {}
-        data = raw if request.get("method") == "tools/call" else _replace_surrogates(raw)
+        raw = cast(object, json.loads(line))
+        data = raw if _is_tool_call(raw) else _replace_surrogates(raw)
         return SessionMessage(jsonrpc_message_adapter.validate_python(data, by_name=False))
     except (ValueError, ValidationError):
         return item
