@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from obsidian_mcp.errors import VaultError
+from obsidian_mcp.errors import FileSystemFailure, VaultError
 from obsidian_mcp.server.app import AppState
 
 READ_ONLY = ToolAnnotations(
@@ -42,6 +42,11 @@ def tool_errors() -> Generator[None]:
         yield
     except VaultError as exc:
         raise ToolError(str(exc)) from exc
+    except OSError as exc:
+        # The filesystem refused (a file where a folder should be, a read-only or full
+        # disk): said with its cause and fix, wherever in the vault folder it happened.
+        where = str(exc.filename) if exc.filename else "a file"
+        raise ToolError(str(FileSystemFailure(where, "use", exc))) from exc
 
 
 def to_json(data: Any) -> str:
