@@ -108,6 +108,19 @@ HOSTILE_STRINGS = [
 ]
 
 
+# Real notes and folders of the fixture vault, so that reads also reach a note's text.
+REAL_PATHS = [
+    "Home.md",
+    "Home",
+    "Characters/Hobb Marrow.md",
+    "Characters/Ilvane Dusk",
+    "Characters",
+    "Lore",
+    "Sessions",
+    "",
+]
+
+
 def string_values() -> st.SearchStrategy[Any]:
     return st.one_of(
         st.sampled_from(HOSTILE_STRINGS),
@@ -166,7 +179,9 @@ def well_typed(schema: Schema) -> st.SearchStrategy[Any]:
         return st.one_of(st.integers(min_value=low, max_value=high), st.sampled_from([low, high]))
     if kind == "boolean":
         return st.booleans()
-    short = st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=40))
+    short = st.one_of(
+        st.sampled_from(HOSTILE_STRINGS), st.sampled_from(REAL_PATHS), st.text(max_size=40)
+    )
     if kind == "array":
         return st.lists(short, max_size=spec.get("maxItems", 5))
     return short
@@ -210,12 +225,24 @@ def classify(tool: str, arguments: dict[str, Any], is_error: bool, text: str) ->
 
 
 def tree_digest(root: Path, skip: set[Path]) -> str:
+    """Every file's path and content, hashed: the final proof nothing changed."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file() and path not in skip:
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def tree_stamp(root: Path, skip: set[Path]) -> list[tuple[str, int, int]]:
+    """Every entry's path, size and modification time in nanoseconds: any write changes
+    one of them, and checking it after each call costs far less than hashing."""
+    return [
+        (str(path), st.st_size, st.st_mtime_ns)
+        for path in sorted(root.rglob("*"))
+        if path not in skip and not path.is_symlink()
+        for st in (path.stat(),)
+    ]
 
 
 @dataclass
@@ -246,13 +273,18 @@ class Guard:
     def __init__(self, vault: Path, canary: Path, writable: list[Path]) -> None:
         self.vault, self.canary = vault, canary
         self.skip = {vault / p for p in writable}
+        # The folder holding the two writable files appears on first write; it is theirs.
+        self.skip |= {vault / p.parent for p in writable}
         self.vault_digest = tree_digest(vault, self.skip)
+        self.vault_stamp = tree_stamp(vault, self.skip)
         self.canary_bytes = canary.read_bytes()
 
-    def changed(self) -> str | None:
+    def changed(self, *, thorough: bool = False) -> str | None:
         if self.canary.read_bytes() != self.canary_bytes:
             return "the canary beside the vault changed"
-        if tree_digest(self.vault, self.skip) != self.vault_digest:
+        if tree_stamp(self.vault, self.skip) != self.vault_stamp or (
+            thorough and tree_digest(self.vault, self.skip) != self.vault_digest
+        ):
             return "the vault changed outside the memory file and the scratch note"
         return None
 
@@ -336,4 +368,55 @@ def run_fuzz(server: Any, guard: Guard, examples: int, tally: Tally | None = Non
 
         for tool in tools:
             fuzz_tool(call, guard, tally, tool.name, tool.input_schema, examples)
+            broken = guard.changed(thorough=True)
+            if broken is not None:
+                tally.add(tool.name, "unexpected", broken)
     return tally
+
+
+FIXTURE_VAULT = Path(__file__).resolve().parent.parent / "fixtures" / "vault"
+WRITABLE = [Path("obsidian-mcp/memory.jsonl"), Path("obsidian-mcp/scratch.md")]
+STANDIN_VERSION = "5.1.0"
+
+
+def long_profile(work: Path, calls_per_tool: int) -> dict[str, Any]:
+    """The report's run: `calls_per_tool` calls of every tool through the folder and
+    through the stand-in, each on a fresh copy of the fixture vault."""
+    import time
+
+    from obsidian_mcp.config import Settings
+    from obsidian_mcp.server import build_server
+    from tests.standin.process import StandinProcess
+
+    started = time.perf_counter()
+    sources: dict[str, list[dict[str, Any]]] = {}
+    examples: list[str] = []
+    for source in ("folder", f"stand-in {STANDIN_VERSION}"):
+        root = work / source.replace(" ", "-")
+        root.mkdir(parents=True)
+        vault, canary = prepare_vault(FIXTURE_VAULT, root)
+        guard = Guard(vault, canary, WRITABLE)
+        print(f"hostile inputs: {calls_per_tool:,} calls per tool through the {source}", flush=True)
+        if source == "folder":
+            settings = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None)
+            tally = run_fuzz(build_server(settings), guard, calls_per_tool)
+        else:
+            with StandinProcess(vault, plugin_version=STANDIN_VERSION) as standin:
+                settings = Settings.model_validate(
+                    {
+                        "api_key": standin.api_key,
+                        "port": standin.port,
+                        "cert": Path(standin.cert),
+                        "config_dir": root / "cfg",
+                        "request_timeout": 5.0,
+                    }
+                )
+                tally = run_fuzz(build_server(settings), guard, calls_per_tool)
+        sources[source] = tally.rows()
+        examples += tally.examples
+    return {
+        "calls_per_tool": calls_per_tool,
+        "sources": sources,
+        "examples": examples,
+        "seconds": time.perf_counter() - started,
+    }

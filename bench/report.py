@@ -552,6 +552,41 @@ def _overhead_section(overhead: dict[str, Any]) -> str:
     )
 
 
+FUZZ_HEADING = "## Hostile inputs"
+
+
+def fuzz_section(fuzz: dict[str, Any], command: str) -> str:
+    """Per tool and source: how every generated call was answered (bench/fuzz.py)."""
+    from bench.fuzz import markdown_table
+
+    lines = [
+        FUZZ_HEADING,
+        "",
+        f"Every tool called {fuzz['calls_per_tool']:,} times with generated hostile "
+        "arguments (wrong types, empty and 1-2 MB strings, NUL, lone surrogates, RTL and "
+        "combining marks, emoji, huge and negative numbers, `..` in every encoding, drive "
+        "letters, device names, 300-character names, odd tags, impossible dates), through a "
+        "real MCP client. Unexpected errors (a traceback, a bare 'Error executing tool', "
+        "the raw validation dump, the crash catch-all, a reply over its budget, or any "
+        "change to the vault outside the memory file and scratch note, or to a canary file "
+        f"beside it), crashes and hangs must all be 0. Took {fuzz['seconds'] / 60:.1f} min; "
+        f"`{command}` regenerates this section alone.",
+    ]
+    for source, rows in fuzz["sources"].items():
+        lines += ["", f"### Through the {source}", "", markdown_table(rows)]
+    if fuzz["examples"]:
+        lines += ["", "First unexpected answers:", ""]
+        lines += [f"- {example}" for example in fuzz["examples"]]
+    return "\n".join(lines)
+
+
+def replace_fuzz_section(report: Path, section: str) -> None:
+    """Put `section` in place of the report's hostile-inputs section (it comes last)."""
+    text = report.read_text("utf-8") if report.exists() else ""
+    head = text.split("\n" + FUZZ_HEADING + "\n", 1)[0].rstrip("\n")
+    report.write_text((head + "\n\n" if head else "") + section + "\n", "utf-8")
+
+
 def render(results: dict[str, Any], out: Path) -> Path:
     """Write ``REPORT.md`` and its charts into ``out``; return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -567,6 +602,8 @@ def render(results: dict[str, Any], out: Path) -> Path:
         _memory_section(results),
         _overhead_section(results["overhead"]),
     ]
+    if "fuzz" in results:
+        sections.append(fuzz_section(results["fuzz"], "python -m bench --fuzz"))
     path = out / "REPORT.md"
     path.write_text("\n\n".join(sections) + "\n", "utf-8")
     return path
