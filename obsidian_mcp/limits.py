@@ -57,7 +57,8 @@ def excerpt(value: object) -> str:
         text = repr(value)
         return text if len(text) <= EXCERPT_CHARS else f"a number of {len(text):,} digits"
     if isinstance(value, list):
-        return f"a list of {len(value):,} items"  # pyright: ignore[reportUnknownArgumentType]
+        count = len(value)  # pyright: ignore[reportUnknownArgumentType]
+        return f"a list of {count:,} item{'' if count == 1 else 's'}"
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"

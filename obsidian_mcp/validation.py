@@ -73,6 +73,8 @@ def describe_error(error: ErrorDetails, model_schema: Schema, prefix: str = "") 
             f"{name} is {len(given):,} characters long; the limit is "
             f"{_number(error.get('ctx', {}).get('max_length'))}. Shorten it."
         )
+    if kind == "string_too_short" and isinstance(given, str):
+        return f"{name} is empty; give {_expected(schema)}."
     if kind == "too_long" and isinstance(given, list):
         most = error.get("ctx", {}).get("max_length")
         return f"{name} has {len(cast(list[object], given)):,} items; give at most {most}."

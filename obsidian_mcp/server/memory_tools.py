@@ -164,7 +164,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             Moment,
             Field(
                 description="Only memories before this moment (a date includes that day); "
-                "same forms as since."
+                f"same forms as since, at most {MAX_MOMENT_CHARS} characters."
             ),
         ] = None,
         type: Annotated[
