@@ -6,6 +6,12 @@ exactly what the agent reads. No message may contain the API key.
 
 import errno
 
+from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
+
+
+def _path(path: str) -> str:
+    return excerpt(path, PATH_EXCERPT_CHARS)
+
 
 class VaultError(Exception):
     """A failure the agent can act on."""
@@ -24,13 +30,14 @@ class NoteNotFound(VaultError):
             if self.suggestions
             else "Call vault_tree to see what exists, or vault_semantic_query to search."
         )
-        super().__init__(f"No note at {path!r}. {hint}")
+        super().__init__(f"No note at {_path(path)}. {hint}")
 
 
 class IsAFolder(VaultError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            f"{path!r} is a folder, not a note. Call vault_tree(folder={path!r}) to list it, "
+            f"{_path(path)} is a folder, not a note. Call vault_tree(folder={_path(path)}) to "
+            "list it, "
             "then read one of its notes."
         )
 
@@ -38,7 +45,8 @@ class IsAFolder(VaultError):
 class NotText(VaultError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            f"{path!r} is a binary file (an attachment), not a note; it cannot be read as text."
+            f"{_path(path)} is a binary file (an attachment), not a note; it cannot be read as "
+            "text."
         )
 
 
@@ -147,4 +155,6 @@ class FileSystemFailure(VaultError):
         advice = _OS_ADVICE.get(
             exc.errno or 0, "Check the file and its folder in the vault, then try again."
         )
-        super().__init__(f"Could not {doing} {path!r} in the vault folder: {reason}. {advice}")
+        super().__init__(
+            f"Could not {doing} {_path(path)} in the vault folder: {reason}. {advice}"
+        )

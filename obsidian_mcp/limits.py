@@ -6,9 +6,6 @@ The tools state these limits in their parameter descriptions.
 """
 
 import unicodedata
-from collections.abc import Sequence
-
-from obsidian_mcp.errors import InvalidArgument
 
 # A question, topic or search: real queries measured in bench/questions.jsonl are under
 # 200 characters; five times that leaves room for a pasted sentence or two.
@@ -30,8 +27,10 @@ MAX_ID_CHARS = 64
 # since/until: '2026-05-01T14:30:00+02:00' is 25 characters.
 MAX_MOMENT_CHARS = 40
 
-# How much of a rejected argument a reply quotes back: enough to recognise it.
+# How much of a rejected argument a reply quotes back: enough to recognise it. A path
+# gets more, since the model compares it with the paths it was shown.
 EXCERPT_CHARS = 40
+PATH_EXCERPT_CHARS = 160
 
 
 def _visible(char: str) -> str:
@@ -43,11 +42,11 @@ def _visible(char: str) -> str:
     return char
 
 
-def excerpt(value: object) -> str:
+def excerpt(value: object, chars: int = EXCERPT_CHARS) -> str:
     """A short, printable rendering of an argument for an error message."""
     if isinstance(value, str):
-        shown = "".join(_visible(c) for c in value[:EXCERPT_CHARS])
-        more = f"… ({len(value):,} characters)" if len(value) > EXCERPT_CHARS else ""
+        shown = "".join(_visible(c) for c in value[:chars])
+        more = f"… ({len(value):,} characters)" if len(value) > chars else ""
         return f"'{shown}'{more}"
     if value is None:
         return "null"
@@ -62,15 +61,6 @@ def excerpt(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"
-
-
-def check_query_terms(terms: Sequence[str]) -> None:
-    """Refuse a search with more distinct terms than one search may cost."""
-    if len(terms) > MAX_QUERY_WORDS:
-        raise InvalidArgument(
-            f"query has {len(terms):,} distinct words or phrases; a search takes at most "
-            f"{MAX_QUERY_WORDS}. Keep the few most telling ones."
-        )
 
 
 def lone_surrogate_at(text: str) -> int | None:

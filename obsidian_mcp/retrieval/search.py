@@ -12,7 +12,6 @@ import anyio.lowlevel
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
-from obsidian_mcp.limits import check_query_terms
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.corpus import (
     Chunk,
@@ -20,7 +19,7 @@ from obsidian_mcp.retrieval.corpus import (
     NoteRecord,
     ProgressCallback,
 )
-from obsidian_mcp.retrieval.exact import Needles, file_score, parse_needles
+from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import stem, terms, words
 from obsidian_mcp.retrieval.links import LinkGraph
