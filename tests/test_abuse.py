@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
 from mcp.types import TextResourceContents
 
 from obsidian_mcp.paths import normalize_vault_path
@@ -129,6 +130,8 @@ async def test_memory_file_that_is_a_folder(vault_copy: Path, tmp_path: Path) ->
             assert_actionable(
                 *await call(client, tool, **arguments), "rename or move that folder"
             )
+        with pytest.raises(MCPError, match="rename or move that folder"):
+            await client.read_resource("obsidian://memory/recent")
 
 
 @pytest.mark.anyio

@@ -7,7 +7,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -47,6 +47,16 @@ def tool_errors() -> Generator[None]:
         # disk): said with its cause and fix, wherever in the vault folder it happened.
         where = str(exc.filename) if exc.filename else "a file"
         raise ToolError(str(FileSystemFailure(where, "use", exc))) from exc
+
+
+@contextmanager
+def resource_errors() -> Generator[None]:
+    """The same translation for resources, whose anticipated failure is a ResourceError."""
+    try:
+        with tool_errors():
+            yield
+    except ToolError as exc:
+        raise ResourceError(str(exc)) from exc
 
 
 def to_json(data: Any) -> str:

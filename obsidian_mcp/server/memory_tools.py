@@ -26,7 +26,14 @@ from obsidian_mcp.memory.render import (
 from obsidian_mcp.memory.store import MAX_RECALL_LIMIT
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.server.app import AppState
-from obsidian_mcp.server.common import READ_ONLY, OutputFormat, app_state, to_json, tool_errors
+from obsidian_mcp.server.common import (
+    READ_ONLY,
+    OutputFormat,
+    app_state,
+    resource_errors,
+    to_json,
+    tool_errors,
+)
 
 MEMORY_GUIDE = """\
 Memory: at the start of a task, call vault_recall (by the tags of the people, projects or
@@ -250,9 +257,10 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         mime_type="text/markdown",
     )
     async def recent_memories(ctx: Context[AppState], limit: int = _RECENT_DEFAULT) -> str:
-        memory_store = app_state(ctx).require().memory
-        memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
-        status = await memory_store.status()
+        with resource_errors():
+            memory_store = app_state(ctx).require().memory
+            memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
+            status = await memory_store.status()
         return render_overview(memories, tags, status, memory_store.now())
 
     @mcp.prompt(
