@@ -31,6 +31,9 @@ MAX_MOMENT_CHARS = 40
 # gets more, since the model compares it with the paths it was shown.
 EXCERPT_CHARS = 40
 PATH_EXCERPT_CHARS = 160
+# How much of a query a result quotes back in its header and hints: a 1,000-character
+# query echoed three times would take a 100-token budget on its own.
+QUERY_ECHO_CHARS = 100
 
 
 def _visible(char: str) -> str:
@@ -61,6 +64,11 @@ def excerpt(value: object, chars: int = EXCERPT_CHARS) -> str:
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"
+
+
+def clip(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def lone_surrogate_at(text: str) -> int | None:

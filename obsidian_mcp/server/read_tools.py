@@ -23,6 +23,7 @@ from obsidian_mcp.reading import (
     NoteWindow,
     SearchMap,
 )
+from obsidian_mcp.retrieval.render import echo, echo_argument
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     APPEND_ONLY,
@@ -145,11 +146,11 @@ def format_search_map(result: SearchMap) -> str:
     where = f"in {result.folder}/" if result.folder else "in the vault"
     if not result.rows:
         return (
-            f"No note {where} contains every word of {_quote(result.query)}. Try fewer or "
+            f"No note {where} contains every word of {echo(result.query)}. Try fewer or "
             "other words, or vault_semantic_query for meaning rather than exact words."
         )
     lines = [
-        f"{result.total_matches} matches of {_quote(result.query)} in {result.total_files} "
+        f"{result.total_matches} matches of {echo(result.query)} in {result.total_files} "
         f"files {where}:"
     ]
     for row in result.rows:
@@ -158,7 +159,7 @@ def format_search_map(result: SearchMap) -> str:
         lines.append(f"- {name}: {row.matches} matches{files}")
     top = result.rows[0]
     step = (
-        f"vault_search_map(query={_quote(result.query)}, folder={_quote(top.path)})"
+        f"vault_search_map(query={echo_argument(result.query)}, folder={_quote(top.path)})"
         if top.is_folder
         else f"vault_peek_file(path={_quote(top.path)})"
     )
