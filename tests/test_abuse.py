@@ -316,3 +316,21 @@ async def test_search_words_are_bounded(vault_copy: Path, tmp_path: Path) -> Non
             assert_actionable(
                 *await call(client, tool, query=query), "query has 200 distinct words"
             )
+
+
+@pytest.mark.anyio
+async def test_a_long_query_is_not_echoed_whole(vault_copy: Path, tmp_path: Path) -> None:
+    """A 992-character query once came back three times over, 2,186 characters against a
+    100-token budget; a reply quotes its start and length."""
+    query = "Mira lighthouse " * 62
+    async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
+        for tool, arguments in (
+            ("vault_semantic_query", {"query": query, "max_tokens": 100}),
+            ("vault_search_map", {"query": query}),
+        ):
+            is_error, text = await call(client, tool, **arguments)
+            assert not is_error, text
+            assert "(992 characters)" in text and query not in text
+            assert len(text) < 1000, (tool, len(text))
+        is_error, text = await call(client, "vault_quick_context", topic=query, max_tokens=100)
+        assert not is_error and query not in text, text
