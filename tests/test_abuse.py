@@ -217,25 +217,49 @@ def _serve(env: dict[str, str], lines: list[str], answers: int) -> list[dict[str
     return replies[1:]
 
 
-@pytest.mark.timeout(60)
-def test_lone_surrogate_over_stdio_gets_an_answer(shared_vault: Path) -> None:
-    lines = [
-        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"vault_tree",'
-        '"arguments":{"folder":"\\ud800"}}}',
-        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vault_remember",'
-        '"arguments":{"content":"a\\udfffb","tags":["t"],"context":""}}}',
-        '{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"obsidian://\\ud800"}}',
-        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"vault_tree",'
-        '"arguments":{"depth":1}}}',
-    ]
-    replies = _serve({"OBSIDIAN_VAULT_PATH": str(shared_vault)}, lines, 4)
+async def _string_parameters(vault: Path, config: Path) -> list[tuple[str, str, bool]]:
+    """(tool, parameter, is a list) for every text-taking parameter of every tool."""
+    async with Client(build_server(folder_settings(vault, config))) as client:
+        tools = (await client.list_tools()).tools
+    found: list[tuple[str, str, bool]] = []
+    for tool in tools:
+        for name, spec in tool.input_schema["properties"].items():
+            options = spec.get("anyOf", [spec])
+            kinds = {option.get("type") for option in options}
+            if "string" in kinds and "enum" not in options[0]:
+                found.append((tool.name, name, False))
+            elif "array" in kinds:
+                found.append((tool.name, name, True))
+    return found
+
+
+@pytest.mark.timeout(90)
+def test_lone_surrogate_over_stdio_gets_an_answer(shared_vault: Path, tmp_path: Path) -> None:
+    """A lone surrogate escape in any text argument of any tool, written on the wire as
+    clients do: each request is answered (it once never was) with what to change."""
+    parameters = anyio.run(_string_parameters, shared_vault, tmp_path)
+    lines = []
+    for request_id, (tool, name, is_list) in enumerate(parameters, start=1):
+        value = '["ok","a\\ud800"]' if is_list else '"a\\ud800b"'
+        lines.append(
+            f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":'
+            f'{{"name":"{tool}","arguments":{{"{name}":{value}}}}}}}'
+        )
+    lines.append(
+        '{"jsonrpc":"2.0","id":999,"method":"resources/read",'
+        '"params":{"uri":"obsidian://\\ud800"}}'
+    )
+    replies = _serve({"OBSIDIAN_VAULT_PATH": str(shared_vault)}, lines, len(lines))
     by_id = {reply["id"]: reply for reply in replies}
-    for request_id, name in ((1, "folder"), (2, "content")):
+    assert len(parameters) >= 20
+    assert set(by_id) == {*range(1, len(parameters) + 1), 999}
+    for request_id, (tool, name, is_list) in enumerate(parameters, start=1):
         result = by_id[request_id]["result"]
-        assert result["isError"], result
-        assert result["content"][0]["text"].startswith(f"{name} contains half of a UTF-16")
-    assert "error" in by_id[3]
-    assert not by_id[4]["result"]["isError"]
+        text = result["content"][0]["text"]
+        where = f"{name}[1]" if is_list else name
+        assert result["isError"], (tool, name, text)
+        assert text.startswith(f"{where} contains half of a UTF-16 surrogate pair"), text
+    assert "error" in by_id[999]
 
 
 @pytest.mark.timeout(60)
