@@ -325,7 +325,12 @@ def fuzz_tool(
         deadline=None,
         database=None,
         derandomize=True,
-        suppress_health_check=list(HealthCheck),
+        # Megabyte strings are the point here, and slow to draw; no example is filtered.
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
     )
     @given(arguments_for(schema))
     def one_call(arguments: dict[str, Any]) -> None:
