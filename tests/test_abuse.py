@@ -358,3 +358,24 @@ async def test_a_long_query_is_not_echoed_whole(vault_copy: Path, tmp_path: Path
             assert len(text) < 1000, (tool, len(text))
         is_error, text = await call(client, "vault_quick_context", topic=query, max_tokens=100)
         assert not is_error and query not in text, text
+
+
+@pytest.mark.anyio
+async def test_json_search_holds_the_budget(vault_copy: Path, tmp_path: Path) -> None:
+    """The long fuzz run found a JSON answer at 1.5x its budget: JSON costs more per
+    passage than the markdown the packing measured."""
+    async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
+        for max_tokens in (200, 573, 1000):
+            is_error, text = await call(
+                client,
+                "vault_semantic_query",
+                query="Mira lighthouse promise",
+                limit=37,
+                format="json",
+                max_tokens=max_tokens,
+                include_context=False,
+            )
+            assert not is_error, text
+            data = json.loads(text)
+            assert data["shown"] == sum(len(g["passages"]) for g in data["groups"])
+            assert len(text) / 4 <= max_tokens or data["shown"] == 1, (max_tokens, len(text))
