@@ -42,6 +42,8 @@ def tool_errors() -> Generator[None]:
         yield
     except VaultError as exc:
         raise ToolError(str(exc)) from exc
+    except TimeoutError:
+        raise  # an OSError by inheritance only; a timeout is not the filesystem's refusal
     except OSError as exc:
         # The filesystem refused (a file where a folder should be, a read-only or full
         # disk): said with its cause and fix, wherever in the vault folder it happened.
