@@ -379,3 +379,23 @@ async def test_json_search_holds_the_budget(vault_copy: Path, tmp_path: Path) ->
             data = json.loads(text)
             assert data["shown"] == sum(len(g["passages"]) for g in data["groups"])
             assert len(text) / 4 <= max_tokens or data["shown"] == 1, (max_tokens, len(text))
+
+
+def test_doctor_reports_an_unusable_certificate(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "OBSIDIAN_API_KEY": "k",
+        "OBSIDIAN_CERT": str(tmp_path / "missing.pem"),
+        "OBSIDIAN_CONFIG_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "obsidian_mcp", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "cannot be used as a certificate" in done.stdout
+    assert "Traceback" not in done.stderr
