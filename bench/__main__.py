@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-from bench import ablation, crash, economy, report, soak, speed
+from bench import ablation, crash, economy, fuzz, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
@@ -55,9 +55,14 @@ class Plan:
     overhead_rounds: int
 
 
+# Hostile calls per tool and source (bench/fuzz.py, `--fuzz`); the issue asks for at least
+# 1,000. The test suite runs a short profile (tests/test_fuzz.py).
+FUZZ_CALLS = 1000
 PLANS = {
     "quick": Plan("quick", 6, (200,), 3, 5.0, (200, 1000), 5, 20),
-    "full": Plan("full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200),
+    "full": Plan(
+        "full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200
+    ),
 }
 
 
@@ -167,6 +172,14 @@ def parser() -> argparse.ArgumentParser:
         const="full",
         help="the report's run (the default)",
     )
+    mode.add_argument(
+        "--fuzz",
+        dest="mode",
+        action="store_const",
+        const="fuzz",
+        help=f"only the hostile-input run ({FUZZ_CALLS:,} calls per tool and source); "
+        "rewrites that section of REPORT.md",
+    )
     parser.set_defaults(mode="full")
     parser.add_argument(
         "--out",
@@ -258,8 +271,21 @@ def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     return report.write_section(args.out, name, markdown)
 
 
+def fuzz_only(out: Path, cache: Path) -> Path:
+    """The hostile-input section alone, written into the existing report."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as work:
+        found = fuzz.long_profile(Path(work), FUZZ_CALLS)
+    (cache / "fuzz.json").write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n")
+    path = report.write_section(out, "fuzz", report.fuzz_section(found, "python -m bench --fuzz"))
+    print(f"report: {path} (hostile inputs, {found['seconds'] / 60:.1f} min)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parser().parse_args(argv)
+    if args.mode == "fuzz":
+        return fuzz_only(args.out, args.cache)
     plan = PLANS[args.mode]
     args.cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

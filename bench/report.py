@@ -680,6 +680,34 @@ def _ablation_section(results: dict[str, Any]) -> str:
     )
 
 
+FUZZ_HEADING = "## Hostile inputs"
+
+
+def fuzz_section(fuzz: dict[str, Any], command: str) -> str:
+    """Per tool and source: how every generated call was answered (bench/fuzz.py)."""
+    from bench.fuzz import markdown_table
+
+    lines = [
+        FUZZ_HEADING,
+        "",
+        f"Every tool called {fuzz['calls_per_tool']:,} times with generated hostile "
+        "arguments (wrong types, empty and 1-2 MB strings, NUL, lone surrogates, RTL and "
+        "combining marks, emoji, huge and negative numbers, `..` in every encoding, drive "
+        "letters, device names, 300-character names, odd tags, impossible dates), through a "
+        "real MCP client. Unexpected errors (a traceback, a bare 'Error executing tool', "
+        "the raw validation dump, the crash catch-all, a reply over its budget, or any "
+        "change to the vault outside the memory file and scratch note, or to a canary file "
+        f"beside it), crashes and hangs must all be 0. Took {fuzz['seconds'] / 60:.1f} min; "
+        f"`{command}` regenerates this section alone.",
+    ]
+    for source, rows in fuzz["sources"].items():
+        lines += ["", f"### Through the {source}", "", markdown_table(rows)]
+    if fuzz["examples"]:
+        lines += ["", "First unexpected answers:", ""]
+        lines += [f"- {example}" for example in fuzz["examples"]]
+    return "\n".join(lines)
+
+
 def render(results: dict[str, Any], out: Path) -> Path:
     """Write ``REPORT.md`` and its charts into ``out``; return the report's path."""
     out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 from mcp.types import TextContent
+from pydantic import ValidationError
 
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
@@ -28,6 +29,7 @@ from obsidian_mcp.http_transport import (
 )
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.server import build_server
+from obsidian_mcp.validation import describe_invalid_arguments
 
 logger = logging.getLogger("obsidian_mcp")
 
@@ -36,12 +38,20 @@ _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 _DOCTOR_EXIT = {"healthy": 0, "broken": 1, "degraded": 2}
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = Settings()
+def _settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
+    """The settings, and what is wrong with the environment's if it cannot be read: the
+    server then runs on defaults and answers every call with that problem."""
+    problem: str | None = None
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problem = describe_invalid_arguments(exc, Settings.model_json_schema(), "OBSIDIAN_")
+        logging.getLogger(__name__).error("invalid settings: %s", problem)
+        settings = Settings.model_construct()
     vault: Path | None = getattr(args, "vault", None)
     if vault is not None:
         settings = settings.model_copy(update={"vault_path": vault})
-    return settings
+    return settings, problem
 
 
 def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
@@ -58,8 +68,10 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
     return arguments
 
 
-async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> int:
-    async with Client(build_server(settings)) as client:
+async def _call(
+    settings: Settings, tool: str, arguments: dict[str, object], problem: str | None
+) -> int:
+    async with Client(build_server(settings, configuration_error=problem)) as client:
         names = sorted(t.name for t in (await client.list_tools()).tools)
         if tool not in names:
             print(
@@ -120,8 +132,8 @@ def _fetch(settings: Settings, name: str) -> int:
     return 0
 
 
-def _serve(settings: Settings, args: argparse.Namespace) -> None:
-    server = build_server(settings)
+def _serve(settings: Settings, args: argparse.Namespace, problem: str | None) -> None:
+    server = build_server(settings, configuration_error=problem)
     if not args.http:
         server.run()
         return
@@ -224,12 +236,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"obsidian-mcp {args.command}: --vault {vault} is not a folder; give the vault's "
             "root folder (the one that holds your notes)."
         )
-    settings = _settings(args)
+    settings, problem = _settings(args)
     if args.command == "serve":
-        _serve(settings, args)
+        _serve(settings, args, problem)
         return
+    if problem is not None and args.command != "call":
+        raise SystemExit(f"obsidian-mcp: the environment's settings are invalid: {problem}")
     if args.command == "call":
-        code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments))
+        code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments), problem)
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
     elif args.command == "model":

@@ -230,11 +230,18 @@ async def run_checks(settings: Settings) -> Report:
         )
     else:
         error: VaultError | None = None
-        async with build_http_client(settings) as http:
-            try:
-                info = await RestSource(http, settings).server_info()
-            except VaultError as exc:
-                error = exc
+        try:
+            # An unusable OBSIDIAN_CERT fails here, before any request; it is a check's
+            # failure to report, not a reason for doctor itself to crash.
+            http = build_http_client(settings)
+        except VaultError as exc:
+            error = exc
+        else:
+            async with http:
+                try:
+                    info = await RestSource(http, settings).server_info()
+                except VaultError as exc:
+                    error = exc
         checks.extend(_rest_checks(info, error, settings))
     rest_ok = info is not None and info.authenticated
     checks.append(_semantic_check(info, rest_ok, settings))

@@ -4,6 +4,14 @@ The server turns every `VaultError` into a `ToolError` unchanged, so the text he
 exactly what the agent reads. No message may contain the API key.
 """
 
+import errno
+
+from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
+
+
+def _path(path: str) -> str:
+    return excerpt(path, PATH_EXCERPT_CHARS)
+
 
 class VaultError(Exception):
     """A failure the agent can act on."""
@@ -22,13 +30,14 @@ class NoteNotFound(VaultError):
             if self.suggestions
             else "Call vault_tree to see what exists, or vault_semantic_query to search."
         )
-        super().__init__(f"No note at {path!r}. {hint}")
+        super().__init__(f"No note at {_path(path)}. {hint}")
 
 
 class IsAFolder(VaultError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            f"{path!r} is a folder, not a note. Call vault_tree(folder={path!r}) to list it, "
+            f"{_path(path)} is a folder, not a note. Call vault_tree(folder={_path(path)}) to "
+            "list it, "
             "then read one of its notes."
         )
 
@@ -36,7 +45,8 @@ class IsAFolder(VaultError):
 class NotText(VaultError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            f"{path!r} is a binary file (an attachment), not a note; it cannot be read as text."
+            f"{_path(path)} is a binary file (an attachment), not a note; it cannot be read as "
+            "text."
         )
 
 
@@ -125,9 +135,58 @@ class UpstreamError(VaultError):
         super().__init__(f"Obsidian at {url} answered HTTP {status}: {message}. {advice}")
 
 
+class ConfigurationInvalid(VaultError):
+    """The server started, but its settings cannot work; every call says so."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(
+            f"The obsidian-mcp server is misconfigured: {problem} Fix it in the environment "
+            "your MCP client starts the server with, then restart the server; until then no "
+            "vault tool can work."
+        )
+
+
+class CertificateUnusable(VaultError):
+    def __init__(self, cert: str, reason: str) -> None:
+        super().__init__(
+            f"OBSIDIAN_CERT={cert} cannot be used as a certificate ({reason}). Point it at "
+            "the plugin's PEM file, or unset it and run `obsidian-mcp trust` to store the "
+            "certificate."
+        )
+
+
 class InvalidArgument(VaultError):
     """An argument the model can correct."""
 
 
 class CompactionRefused(VaultError):
     """The memory file cannot be rewritten safely through this source; nothing was changed."""
+
+
+_OS_ADVICE = {
+    errno.EACCES: "Make the file and its folder writable by this server, then try again.",
+    errno.EPERM: "The file is protected (read-only or immutable, e.g. `chattr +i`); make it "
+    "writable, then try again.",
+    errno.EROFS: "The vault is on a read-only filesystem; mount it writable, then try again.",
+    errno.ENOSPC: "The disk is full; free some space, then try again.",
+    errno.EDQUOT: "The disk quota is used up; free some space, then try again.",
+    errno.ENOTDIR: "A file stands where the path needs a folder; rename or move that file.",
+    errno.EEXIST: "A file stands where the path needs a folder; rename or move that file.",
+    errno.EISDIR: "A folder stands where the path needs a file; rename or move that folder.",
+    errno.ENAMETOOLONG: "The path is too long for the filesystem; use a shorter one.",
+}
+
+
+class FileSystemFailure(VaultError):
+    """The vault folder refused an operation; the message names the cause and the fix."""
+
+    def __init__(self, path: str, doing: str, exc: OSError) -> None:
+        self.errno = exc.errno
+        reason = exc.strerror or type(exc).__name__
+        advice = _OS_ADVICE.get(
+            exc.errno or 0, "Check the file and its folder in the vault, then try again."
+        )
+        super().__init__(
+            f"Could not {doing} {_path(path)} in the vault folder: {reason}. {advice}"
+        )

@@ -9,6 +9,7 @@ import re
 from urllib.parse import unquote
 
 from obsidian_mcp.errors import PathRefused
+from obsidian_mcp.limits import MAX_NAME_BYTES, MAX_PATH_CHARS, excerpt
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _EXAMPLE = "Give a path relative to the vault root, like 'Characters/Mira.md'."
@@ -23,8 +24,15 @@ def normalize_vault_path(raw: str, *, folder: bool = False) -> str:
 
     With `folder=True` the vault root ("" or "/") is allowed and a trailing slash is dropped.
     """
+    # Checked first and in constant time: every later step is linear in the length, and
+    # the filesystem's own resolution of a very deep path is quadratic.
+    if len(raw) > MAX_PATH_CHARS:
+        raise PathRefused(
+            f"The path {excerpt(raw)} is longer than {MAX_PATH_CHARS:,} characters; no vault "
+            f"note has such a path. {_EXAMPLE}"
+        )
     if "\x00" in raw:
-        raise PathRefused(f"The path {raw!r} contains a NUL byte. {_EXAMPLE}")
+        raise PathRefused(f"The path {excerpt(raw)} contains a NUL byte. {_EXAMPLE}")
     stripped = raw.strip()
     if folder and stripped in ("", "/", "."):
         return ""
@@ -33,15 +41,21 @@ def normalize_vault_path(raw: str, *, folder: bool = False) -> str:
     spellings = {stripped, unquote(stripped), unquote(unquote(stripped))}
     for spelling in spellings:
         if "\x00" in spelling:
-            raise PathRefused(f"The path {raw!r} contains an encoded NUL byte. {_EXAMPLE}")
+            raise PathRefused(f"The path {excerpt(raw)} contains an encoded NUL byte. {_EXAMPLE}")
         unified = spelling.replace("\\", "/")
         if unified.startswith("/") or _DRIVE.match(unified):
-            raise PathRefused(f"The path {raw!r} is absolute. {_EXAMPLE}")
+            raise PathRefused(f"The path {excerpt(raw)} is absolute. {_EXAMPLE}")
         if ".." in _segments(unified):
-            raise PathRefused(f"The path {raw!r} leaves the vault ('..'). {_EXAMPLE}")
+            raise PathRefused(f"The path {excerpt(raw)} leaves the vault ('..'). {_EXAMPLE}")
     parts = _segments(stripped)
     if not parts:
-        raise PathRefused(f"The path {raw!r} is empty. {_EXAMPLE}")
+        raise PathRefused(f"The path {excerpt(raw)} is empty. {_EXAMPLE}")
+    for part in parts:
+        if len(part.encode("utf-8", errors="surrogatepass")) > MAX_NAME_BYTES:
+            raise PathRefused(
+                f"The name {excerpt(part)} in the path is longer than {MAX_NAME_BYTES} bytes, "
+                f"more than a file name can be. {_EXAMPLE}"
+            )
     return "/".join(parts)
 
 

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
 from obsidian_mcp.paths import is_markdown, normalize_vault_path
+from obsidian_mcp.retrieval.exact import check_query_terms
 from obsidian_mcp.text.markdown import (
     ParsedNote,
     Section,
@@ -84,8 +86,8 @@ async def read_note_window(
             headings = [_section_label(s) for s in parsed.sections if s.heading]
             listing = "; ".join(headings[:20]) if headings else "the note has no headings"
             raise InvalidArgument(
-                f"No heading {heading!r} in {note.path!r}. Its headings: {listing}. "
-                "Call vault_peek_file for the outline."
+                f"No heading {excerpt(heading, PATH_EXCERPT_CHARS)} in {note.path!r}. Its "
+                f"headings: {listing}. Call vault_peek_file for the outline."
             )
         start, stop, label = section.start, section.subtree_end, _section_label(section)
     selected = note.content[start:stop]
@@ -218,7 +220,10 @@ async def vault_tree(vault: Vault, folder: str) -> FolderNode:
         if child is None:
             options = ", ".join(sorted(node.folders)[:15]) or "none"
             where = node.path or "the vault root"
-            raise InvalidArgument(f"No folder {root_path!r}. Folders in {where}: {options}.")
+            raise InvalidArgument(
+                f"No folder {excerpt(root_path, PATH_EXCERPT_CHARS)}. Folders in {where}: "
+                f"{options}."
+            )
         node = child
     return node
 
@@ -241,8 +246,10 @@ class SearchMap:
 
 
 async def search_map(vault: Vault, query: str, folder: str) -> SearchMap:
-    if not query.split():
+    words = list(dict.fromkeys(query.lower().split()))
+    if not words:
         raise InvalidArgument("query is empty; give one or more words to look for.")
+    check_query_terms(words)
     scope = normalize_vault_path(folder, folder=True)
     prefix = scope + "/" if scope else ""
     files: dict[str, int] = {}

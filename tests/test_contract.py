@@ -117,3 +117,34 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
         assert "\n " not in tool.description, tool.name
         for prop, spec in tool.input_schema["properties"].items():
             assert spec.get("description"), f"{tool.name}.{prop} has no description"
+
+
+def _limits(spec: dict[str, object]) -> list[object]:
+    """The bounds a parameter's schema sets, whatever its type."""
+    options = spec.get("anyOf")
+    if isinstance(options, list):
+        concrete = [o for o in options if isinstance(o, dict) and o.get("type") != "null"]
+        spec = {**concrete[0], "description": spec.get("description")} if concrete else spec
+    kind = spec.get("type")
+    if kind == "string" and "enum" not in spec:
+        return [spec.get("maxLength")]
+    if kind == "array":
+        return [spec.get("maxItems")]
+    if kind == "integer":
+        return [spec.get("minimum"), spec.get("maximum")]
+    return []
+
+
+@pytest.mark.anyio
+async def test_every_argument_is_bounded_and_says_so(tmp_path: Path) -> None:
+    """No argument may be unbounded (a 2 MB topic once answered 4 MB), and the model reads
+    each limit in the parameter's description."""
+    async with Client(build_server(folder_settings(tmp_path, tmp_path / "config"))) as client:
+        tools = (await client.list_tools()).tools
+    for tool in tools:
+        for prop, spec in tool.input_schema["properties"].items():
+            description = str(spec.get("description", ""))
+            for limit in _limits(spec):
+                assert isinstance(limit, int), f"{tool.name}.{prop} has no limit"
+                stated = f"{limit:,}" in description or str(limit) in description
+                assert stated, f"{tool.name}.{prop}: limit {limit} not in {description!r}"

@@ -214,10 +214,11 @@ async def test_bad_input_gets_a_clear_error_and_writes_nothing(setup: Setup) -> 
         ("vault_remember", {"content": "x" * 50_000, "tags": ["a"], "context": ""},
          "the limit is 4,000"),
         ("vault_remember", {"content": "ok", "tags": [f"t{n}" for n in range(1000)],
-                            "context": ""}, "1000 tags is too many"),
+                            "context": ""}, "tags has 1,000 items; give at most 20."),
         ("vault_remember", {"content": "ok", "tags": ["#my tag"], "context": ""},
          "write it as 'my-tag'"),
-        ("vault_recall", {"time_range": "yesterday"}, "'today', 'week', 'month' or 'all'"),
+        ("vault_recall", {"time_range": "yesterday"},
+         "time_range must be one of 'today', 'week', 'month', 'all'; you gave 'yesterday'."),
         ("vault_recall", {"since": "last tuesday"}, "since='last tuesday' is not a date"),
         ("vault_recall", {"until": "soon"}, "until='soon' is not a date"),
     ]

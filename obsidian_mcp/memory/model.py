@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from obsidian_mcp.errors import InvalidArgument, VaultError
+from obsidian_mcp.limits import MAX_PATH_CHARS, excerpt
 from obsidian_mcp.paths import normalize_vault_path
 
 MAX_CONTENT_CHARS = 4000
@@ -20,6 +21,8 @@ MAX_CONTEXT_CHARS = 1000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_TYPE_CHARS = 32
+# The source is a vault path, so it has a path's limit.
+MAX_SOURCE_CHARS = MAX_PATH_CHARS
 
 # Obsidian's own tag alphabet: letters, digits, `_`, `-`, and `/` for nesting.
 _TAG = re.compile(r"^[\w/-]+$")
@@ -119,17 +122,24 @@ def decode(line: bytes) -> Record | None:
 def normalize_tag(raw: str) -> str:
     tag = raw.strip().lstrip("#").lower()
     if not tag:
-        raise InvalidArgument(f"The tag {raw!r} is empty; give words like 'gale' or 'project/x'.")
+        raise InvalidArgument(
+            f"The tag {excerpt(raw)} is empty; give words like 'gale' or 'project/x'."
+        )
+    if len(tag) > MAX_TAG_CHARS:
+        raise InvalidArgument(
+            f"The tag {excerpt(raw)} is longer than {MAX_TAG_CHARS} characters; use a short "
+            "label."
+        )
     if not _TAG.match(tag):
         suggestion = "-".join(re.findall(r"[\w/-]+", tag)) or "a-single-word"
         raise InvalidArgument(
-            f"The tag {raw!r} has spaces or characters a tag cannot hold (use letters, digits, "
-            f"'_', '-', '/'); write it as {suggestion!r}."
+            f"The tag {excerpt(raw)} has spaces or characters a tag cannot hold (use letters, "
+            f"digits, '_', '-', '/'); write it as {excerpt(suggestion)}."
         )
     if tag.isdigit():
-        raise InvalidArgument(f"The tag {raw!r} is only digits; add a letter, e.g. 'y{tag}'.")
-    if len(tag) > MAX_TAG_CHARS:
-        raise InvalidArgument(f"The tag {raw!r} is longer than {MAX_TAG_CHARS} characters.")
+        raise InvalidArgument(
+            f"The tag {excerpt(raw)} is only digits; add a letter, e.g. {excerpt('y' + tag)}."
+        )
     return tag
 
 
@@ -155,7 +165,8 @@ def normalize_type(raw: str | None) -> str | None:
     kind = raw.strip().lower()
     if len(kind) > MAX_TYPE_CHARS or not _TYPE.match(kind):
         raise InvalidArgument(
-            f"The type {raw!r} should be one short word, e.g. fact, decision, event, preference."
+            f"The type {excerpt(raw)} should be one short word (at most {MAX_TYPE_CHARS} "
+            "characters), e.g. fact, decision, event, preference."
         )
     return kind
 
@@ -179,6 +190,11 @@ def validate_memory(
             "Say in a sentence or two why this matters."
         )
     clean_source: str | None = None
+    if source is not None and len(source) > MAX_SOURCE_CHARS:
+        raise InvalidArgument(
+            f"source has {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Give "
+            "the vault path of the note, like 'Projects/Gale.md'."
+        )
     if source is not None and source.strip():
         try:
             clean_source = normalize_vault_path(source)

@@ -3,7 +3,17 @@
 from datetime import datetime
 from typing import Any
 
-from obsidian_mcp.memory.model import Memory, format_ts
+from obsidian_mcp.limits import MAX_ID_CHARS
+from obsidian_mcp.memory.model import (
+    MAX_CONTENT_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TYPE_CHARS,
+    Memory,
+    format_ts,
+)
 from obsidian_mcp.memory.store import MemoryStatus, Recall
 from obsidian_mcp.memory.timespec import age
 from obsidian_mcp.paths import note_name
@@ -12,23 +22,61 @@ from obsidian_mcp.text.wording import plural
 
 # Tokens kept back for the footer that says what was left out.
 _FOOTER_TOKENS = 60
-_MIN_CONTENT_CHARS = 80
+# The least a squeezed entry keeps of each field, so it still says what it is about.
+_MIN_FIELD_CHARS = 60
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: max(most - 1, 0)].rstrip() + "…"
+
+
+def _fitting_tags(tags: tuple[str, ...], most: int) -> tuple[str, ...]:
+    """The first tags whose '#tag' list fits `most` characters (at least one)."""
+    kept: list[str] = []
+    used = 0
+    for tag in tags:
+        used += len(tag) + 2
+        if kept and used > most:
+            break
+        kept.append(tag)
+    return tuple(kept)
+
+
+def shown_fields(memory: Memory, max_field: int | None = None) -> Memory:
+    """The memory with every field within what may be stored, and within `max_field`.
+
+    The file is the user's and other processes write it: a line may hold far more than
+    vault_remember accepts (a 3 MB source once made every recall 3 MB), and no reply may
+    carry that.
+    """
+    most = max_field if max_field is not None else MAX_CONTENT_CHARS
+
+    def field(text: str, limit: int) -> str:
+        return _clip(text, min(limit, most))
+
+    return Memory(
+        id=_clip(memory.id, MAX_ID_CHARS),
+        ts=memory.ts,
+        content=field(memory.content, MAX_CONTENT_CHARS),
+        tags=_fitting_tags(tuple(field(t, MAX_TAG_CHARS) for t in memory.tags[:MAX_TAGS]), most),
+        context=field(memory.context, MAX_CONTEXT_CHARS),
+        type=field(memory.type, MAX_TYPE_CHARS) if memory.type is not None else None,
+        source=field(memory.source, MAX_SOURCE_CHARS) if memory.source is not None else None,
+    )
 
 
 def _memories(count: int) -> str:
     return plural(count, "memory", "memories")
 
 
-def format_memory(memory: Memory, now: datetime, *, max_content: int | None = None) -> str:
+def format_memory(memory: Memory, now: datetime, *, max_field: int | None = None) -> str:
     """One memory in three short lines: id, age, type and tags; content; why and source."""
+    memory = shown_fields(memory, max_field)
     head = [memory.id, age(memory.ts, now)]
     if memory.type:
         head.append(memory.type)
     head.append(" ".join("#" + tag for tag in memory.tags))
-    content = memory.content
-    if max_content is not None and len(content) > max_content:
-        content = content[: max(max_content - 1, 0)].rstrip() + "…"
-    lines = ["- " + " · ".join(head), "  " + content.replace("\n", "\n  ")]
+    lines = ["- " + " · ".join(head), "  " + memory.content.replace("\n", "\n  ")]
     tail: list[str] = []
     if memory.context:
         tail.append("why: " + memory.context)
@@ -67,23 +115,27 @@ def _nothing_found(recall: Recall) -> str:
     return "\n".join(lines)
 
 
-def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int]:
-    """The entries that fit the budget (the first always, shortened if it must be)."""
+def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
+    """The entries that fit the budget (the first always, its fields shortened if it must
+    be), and the field length the first was shortened to."""
     budget = max_tokens - estimate_tokens(summary_line(recall)) - _FOOTER_TOKENS
     shown: list[str] = []
+    squeezed: int | None = None
     for memory in recall.memories:
         text = format_memory(memory, recall.now)
         cost = estimate_tokens(text) + 1
         if cost > budget:
             if shown:
                 break
-            overflow_chars = (cost - max(budget, 0)) * 4
-            keep = max(len(memory.content) - overflow_chars, _MIN_CONTENT_CHARS)
-            text = format_memory(memory, recall.now, max_content=keep)
+            # What is left, about 4 characters per token, shared by the free fields:
+            # content, context, tags, and the source (shown twice, as link and path). Each
+            # keeps a readable minimum, so a tiny budget still says what the memory is.
+            squeezed = max(max(budget, 0) * 4 // 5, _MIN_FIELD_CHARS)
+            text = format_memory(memory, recall.now, max_field=squeezed)
             cost = estimate_tokens(text) + 1
         shown.append(text)
         budget -= cost
-    return shown, len(shown)
+    return shown, len(shown), squeezed
 
 
 def _left_out(recall: Recall, shown: int) -> str | None:
@@ -106,7 +158,7 @@ def _left_out(recall: Recall, shown: int) -> str | None:
 def render_recall(recall: Recall, max_tokens: int) -> str:
     if not recall.total:
         return _nothing_found(recall)
-    entries, shown = _pack(recall, max_tokens)
+    entries, shown, _ = _pack(recall, max_tokens)
     lines = [summary_line(recall), *entries]
     footer = _left_out(recall, shown)
     if footer:
@@ -114,7 +166,8 @@ def render_recall(recall: Recall, max_tokens: int) -> str:
     return "\n".join(lines)
 
 
-def memory_data(memory: Memory, now: datetime) -> dict[str, Any]:
+def memory_data(memory: Memory, now: datetime, max_field: int | None = None) -> dict[str, Any]:
+    memory = shown_fields(memory, max_field)
     data: dict[str, Any] = {
         "id": memory.id,
         "ts": format_ts(memory.ts),
@@ -132,11 +185,15 @@ def memory_data(memory: Memory, now: datetime) -> dict[str, Any]:
 
 def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
     """The same answer as `render_recall`, as data; the same entries fit the same budget."""
-    _, shown = _pack(recall, max_tokens)
+    _, shown, squeezed = _pack(recall, max_tokens)
+    memories = [
+        memory_data(m, recall.now, squeezed if i == 0 else None)
+        for i, m in enumerate(recall.memories[:shown])
+    ]
     data: dict[str, Any] = {
         "summary": summary_line(recall) if recall.total else _nothing_found(recall),
         "total": recall.total,
-        "memories": [memory_data(m, recall.now) for m in recall.memories[:shown]],
+        "memories": memories,
     }
     if recall.known_tags:
         data["known_tags"] = dict(recall.known_tags)

@@ -9,6 +9,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Literal
 
 from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.limits import MAX_MOMENT_CHARS, excerpt
 
 TimeRange = Literal["today", "week", "month", "all"]
 TIME_RANGES: tuple[TimeRange, ...] = ("today", "week", "month", "all")
@@ -28,17 +29,30 @@ def _local_midnight(day: date) -> datetime:
 def parse_moment(text: str, *, now: datetime, name: str, end_of_day: bool) -> datetime:
     """A `since`/`until` value as an aware datetime; a bare date as `until` includes that day."""
     value = text.strip()
+    if len(value) > MAX_MOMENT_CHARS:
+        raise InvalidArgument(f"{name}={excerpt(text)} is not a date or time. {_MOMENT_HELP}")
     relative = _RELATIVE.match(value.lower())
-    if relative:
-        return now - timedelta(seconds=int(relative[1]) * _UNIT_SECONDS[relative[2]])
     try:
-        if len(value) == 10:
-            day = date.fromisoformat(value)
-            return _local_midnight(day + timedelta(days=1) if end_of_day else day)
-        moment = datetime.fromisoformat(value)
+        day = date.fromisoformat(value) if not relative and len(value) == 10 else None
+        moment = datetime.fromisoformat(value) if not relative and day is None else None
     except ValueError:
-        raise InvalidArgument(f"{name}={text!r} is not a date or time. {_MOMENT_HELP}") from None
-    return moment if moment.tzinfo is not None else moment.astimezone()
+        raise InvalidArgument(
+            f"{name}={excerpt(text)} is not a date or time. {_MOMENT_HELP}"
+        ) from None
+    try:
+        if relative:
+            return now - timedelta(seconds=int(relative[1]) * _UNIT_SECONDS[relative[2]])
+        if day is not None:
+            return _local_midnight(day + timedelta(days=1) if end_of_day else day)
+        assert moment is not None
+        return moment if moment.tzinfo is not None else moment.astimezone()
+    except (OverflowError, ValueError):
+        # An age older than the calendar, or a date at its very edge (year 1 or 9999,
+        # which local time or the end of the day pushes past the edge).
+        raise InvalidArgument(
+            f"{name}={excerpt(text)} is outside the calendar this server can count in; give a "
+            "date between the years 2 and 9998, or an age such as '3d'."
+        ) from None
 
 
 def window(
@@ -55,7 +69,7 @@ def window(
         start = None
     else:
         raise InvalidArgument(
-            f"time_range={time_range!r} is not one of {', '.join(TIME_RANGES)}; for another "
+            f"time_range={excerpt(time_range)} is not one of {', '.join(TIME_RANGES)}; for another "
             "span pass since (and until), e.g. since='3d'."
         )
     if since:

@@ -7,6 +7,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.limits import MAX_QUERY_WORDS
+
 _NEEDLE_RE = re.compile(r'"([^"]+)"|(\S+)')
 
 
@@ -50,3 +53,12 @@ def file_score(content_counts: Sequence[int], name_hits: Sequence[bool]) -> floa
         math.log2(1 + count) + (2.0 if named else 0.0)
         for count, named in zip(content_counts, name_hits, strict=True)
     )
+
+
+def check_query_terms(terms: Sequence[str]) -> None:
+    """Refuse a search with more distinct terms than one search may cost."""
+    if len(terms) > MAX_QUERY_WORDS:
+        raise InvalidArgument(
+            f"query has {len(terms):,} distinct words or phrases; a search takes at most "
+            f"{MAX_QUERY_WORDS}. Keep the few most telling ones."
+        )

@@ -8,6 +8,7 @@ server derived (a file's gist), so nothing generated passes for a quote.
 import json
 from typing import Any
 
+from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
 from obsidian_mcp.text.snippets import ELLIPSIS
@@ -26,6 +27,19 @@ SOURCE_LABELS = {
 
 def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def echo(query: str) -> str:
+    """A query as a reply quotes it: whole when short, else its start and its length."""
+    if len(query) <= QUERY_ECHO_CHARS:
+        return quote(query)
+    return quote(query[:QUERY_ECHO_CHARS]) + f"… ({len(query):,} characters)"
+
+
+def echo_argument(query: str) -> str:
+    """A query as a suggested call passes it: whole when short; a long one is the model's
+    own and is not worth repeating."""
+    return quote(query) if len(query) <= QUERY_ECHO_CHARS else "<the same query>"
 
 
 def obsidian_link(path: str, section: tuple[str, ...]) -> str:
@@ -73,7 +87,7 @@ def group_cost(context: FileContext) -> int:
 
 
 def _continuation(result: SearchResult) -> str:
-    args = [f"query={quote(result.query)}", f"limit={result.limit * 2}"]
+    args = [f"query={echo_argument(result.query)}", f"limit={result.limit * 2}"]
     if result.folder:
         args.append(f"folder={quote(result.folder)}")
     return f"{result.tool}({', '.join(args)})"
@@ -158,18 +172,18 @@ def _empty(result: SearchResult) -> str:
     where = f" in {result.folder}/" if result.folder else ""
     if result.source == "exact":
         return (
-            f"No note{where} contains every term of {quote(result.query)}. Try fewer terms, "
+            f"No note{where} contains every term of {echo(result.query)}. Try fewer terms, "
             "or vault_semantic_query to search by meaning."
         )
     return (
-        f"Nothing{where} matches {quote(result.query)}. Try other words, a wider folder, or "
+        f"Nothing{where} matches {echo(result.query)}. Try other words, a wider folder, or "
         "vault_tree to see what the vault holds."
     )
 
 
 def _first_line(result: SearchResult) -> str:
     label = SOURCE_LABELS.get(result.source, result.source)
-    line = f"{quote(result.query)} · {label}"
+    line = f"{echo(result.query)} · {label}"
     if result.folder:
         line += f" · folder {result.folder}/"
     if result.source_note:
@@ -237,16 +251,24 @@ def _group_data(group: FileGroup, concise: bool) -> dict[str, Any]:
     return data
 
 
+def _json_tokens(data: dict[str, Any]) -> int:
+    return estimate_tokens(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
 def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any]:
-    return {
-        "query": result.query,
+    groups = [_group_data(group, concise) for group in result.groups]
+    left_out: list[dict[str, Any]] = [
+        {"path": hit.path, "section": list(hit.section)} for hit in result.over_budget
+    ]
+    data: dict[str, Any] = {
+        "query": clip(result.query, QUERY_ECHO_CHARS),
         "folder": result.folder,
         "source": result.source,
         "source_note": result.source_note,
         "shown": result.shown,
         "total_passages": result.total_passages,
         "total_files": result.total_files,
-        "groups": [_group_data(group, concise) for group in result.groups],
+        "groups": groups,
         "next_best": [
             {
                 "path": hit.path,
@@ -255,8 +277,17 @@ def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any
             }
             for hit in result.next_best
         ],
-        "left_out_for_budget": [
-            {"path": hit.path, "section": list(hit.section)} for hit in result.over_budget
-        ],
+        "left_out_for_budget": left_out,
         "next": next_calls(result),
     }
+    # The packing measured the markdown; JSON spends more per passage (keys, escapes). The
+    # passages that push it past the budget join the left-out list, the last first, and
+    # the first always stays (the fuzzer found 15 passages at 1.5x a 573-token budget).
+    while _json_tokens(data) > result.max_tokens and data["shown"] > 1:
+        last = groups[-1]
+        passage = last["passages"].pop()
+        left_out.insert(0, {"path": last["path"], "section": passage["section"]})
+        if not last["passages"]:
+            groups.pop()
+        data["shown"] -= 1
+    return data

@@ -4,10 +4,12 @@
 
 from typing import Any
 
+from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.related import Neighbour, Related
 from obsidian_mcp.retrieval.render import (
     SOURCE_LABELS,
+    echo_argument,
     passage_block,
     passage_data,
     quote,
@@ -77,7 +79,7 @@ def related_data(related: Related, *, concise: bool = False) -> dict[str, Any]:
 
 
 def _quick_next(context: QuickContext) -> str:
-    calls = [f"vault_semantic_query(query={quote(context.topic)})"]
+    calls = [f"vault_semantic_query(query={echo_argument(context.topic)})"]
     if context.main_files:
         calls.append(f"vault_find_related(path={quote(context.main_files[0].path)})")
     return " or ".join(calls)
@@ -86,7 +88,7 @@ def _quick_next(context: QuickContext) -> str:
 def format_quick_context(context: QuickContext) -> str:
     label = SOURCE_LABELS.get(context.source, context.source)
     lines = [
-        f"# {context.topic}",
+        f"# {clip(context.topic, QUERY_ECHO_CHARS)}",
         f"summary: found in {context.passages_found} passages across {context.files_found} "
         f"notes ({label}).",
     ]
@@ -116,7 +118,7 @@ def format_quick_context(context: QuickContext) -> str:
 
 def quick_context_data(context: QuickContext) -> dict[str, Any]:
     return {
-        "topic": context.topic,
+        "topic": clip(context.topic, QUERY_ECHO_CHARS),
         "source": context.source,
         "passages_found": context.passages_found,
         "files_found": context.files_found,

@@ -8,6 +8,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
+import anyio.lowlevel
+
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
 from obsidian_mcp.index.smart_env import SmartEnvCache
@@ -18,7 +20,7 @@ from obsidian_mcp.retrieval.corpus import (
     NoteRecord,
     ProgressCallback,
 )
-from obsidian_mcp.retrieval.exact import Needles, file_score, parse_needles
+from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.expansion import NoteNames, Vocabulary, build_vocabulary, expand
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import stem, terms, words
@@ -67,6 +69,9 @@ PER_NOTE_PASSAGES = 3
 # Next-best passages listed after the shown ones (render.menu_line, ~30 tokens each).
 MENU_ENTRIES = 2
 _GIST_CHARS = 140
+# Notes scanned between two chances to be cancelled: one exact scan of a note takes some
+# microseconds, so 64 of them keep a cancelled search to well under a millisecond of work.
+_NOTES_PER_CHECKPOINT = 64
 _CONTEXT_TAGS = 6
 
 _LINE_BREAK_RE = re.compile(r"\n")
@@ -531,7 +536,11 @@ class Retriever:
                 )
             return found
         await self.corpus.sync(read_all=True, progress=progress)
-        for record in self.corpus.records():
+        for scanned, record in enumerate(self.corpus.records()):
+            if scanned % _NOTES_PER_CHECKPOINT == 0:
+                # A cancelled request (the client gave up) stops here instead of scanning
+                # the rest of the vault, and other requests get their turn meanwhile.
+                await anyio.lowlevel.checkpoint()
             if not record.path.startswith(prefix):
                 continue
             names = posixpath.basename(record.path) + " " + record.parsed.title
@@ -554,6 +563,7 @@ class Retriever:
         needles = parse_needles(query)
         if not needles.texts:
             raise InvalidArgument('query is empty; give words or "quoted phrases" to find.')
+        check_query_terms(needles.texts)
         scope, prefix = folder_prefix(folder)
         budget = max_tokens or self.settings.max_tokens
         found = await self._exact_candidates(needles, prefix, progress)

@@ -12,6 +12,7 @@ from mcp.types import Icon, ToolAnnotations
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server.app import AppState, StateRef, app_lifespan
+from obsidian_mcp.server.boundary import VaultServer
 from obsidian_mcp.server.memory_tools import MEMORY_GUIDE, register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
@@ -35,53 +36,27 @@ Results say what was left out and the exact call that continues; follow those hi
 {MEMORY_GUIDE}"""
 
 
-class VaultServer(MCPServer[AppState]):
-    """MCPServer whose tool descriptions are dedented docstrings.
-
-    The SDK sends `fn.__doc__` as it is, indentation included: tokens every client pays
-    for in every session.
-    """
-
-    def add_tool(  # the SDK's signature, with one default changed
-        self,
-        fn: Callable[..., Any],
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: list[Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-    ) -> None:
-        super().add_tool(
-            fn,
-            name=name,
-            title=title,
-            description=description or inspect.cleandoc(fn.__doc__ or ""),
-            annotations=annotations,
-            icons=icons,
-            meta=meta,
-            structured_output=structured_output,
-        )
-
-
 def build_server(
-    settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    configuration_error: str | None = None,
 ) -> MCPServer[AppState]:
-    """The server for these settings; `transport` replaces the network for the REST client."""
+    """The server for these settings; `transport` replaces the network for the REST client.
+    With a `configuration_error` it still serves, and every call answers with that error."""
 
     state_ref = StateRef()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncGenerator[AppState, None]:
-        async with app_lifespan(settings, transport) as state:
+        async with app_lifespan(settings, transport, configuration_error) as state:
             state_ref.set(state)
             try:
                 yield state
             finally:
                 state_ref.set(None)
 
-    mcp = VaultServer(
+    mcp: MCPServer[AppState] = VaultServer(
         "obsidian-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,

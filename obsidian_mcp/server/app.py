@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import httpx
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.errors import VaultError
+from obsidian_mcp.errors import ConfigurationInvalid, VaultError
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
@@ -33,8 +33,13 @@ class AppState:
     services: VaultServices | None
     # Why no vault could be opened; what every tool says until the configuration is fixed.
     unavailable_reason: str
+    # Settings that cannot work (a bad value, an unusable certificate): the server runs
+    # anyway, so the client sees this message instead of "Connection closed".
+    configuration_error: str | None = None
 
     def require(self) -> VaultServices:
+        if self.configuration_error is not None:
+            raise ConfigurationInvalid(self.configuration_error)
         if self.services is None:
             raise NoVaultConfigured(self.unavailable_reason)
         return self.services
@@ -84,9 +89,20 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
 
 @asynccontextmanager
 async def app_lifespan(
-    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    configuration_error: str | None = None,
 ) -> AsyncGenerator[AppState, None]:
-    async with build_http_client(settings, transport=transport) as http:
+    if configuration_error is not None:
+        yield AppState(settings, None, configuration_error, configuration_error)
+        return
+    try:
+        http = build_http_client(settings, transport=transport)
+    except VaultError as exc:
+        logger.error("%s", exc)
+        yield AppState(settings, None, str(exc), str(exc))
+        return
+    async with http:
         vault, note = await open_vault(settings, http)
         services = (
             VaultServices(

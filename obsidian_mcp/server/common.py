@@ -7,11 +7,11 @@ from dataclasses import asdict, is_dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from obsidian_mcp.errors import VaultError
+from obsidian_mcp.errors import FileSystemFailure, VaultError
 from obsidian_mcp.server.app import AppState
 
 READ_ONLY = ToolAnnotations(
@@ -42,6 +42,23 @@ def tool_errors() -> Generator[None]:
         yield
     except VaultError as exc:
         raise ToolError(str(exc)) from exc
+    except TimeoutError:
+        raise  # an OSError by inheritance only; a timeout is not the filesystem's refusal
+    except OSError as exc:
+        # The filesystem refused (a file where a folder should be, a read-only or full
+        # disk): said with its cause and fix, wherever in the vault folder it happened.
+        where = str(exc.filename) if exc.filename else "a file"
+        raise ToolError(str(FileSystemFailure(where, "use", exc))) from exc
+
+
+@contextmanager
+def resource_errors() -> Generator[None]:
+    """The same translation for resources, whose anticipated failure is a ResourceError."""
+    try:
+        with tool_errors():
+            yield
+    except ToolError as exc:
+        raise ResourceError(str(exc)) from exc
 
 
 def to_json(data: Any) -> str:

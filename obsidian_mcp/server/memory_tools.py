@@ -8,7 +8,15 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from obsidian_mcp.memory.model import MAX_CONTENT_CHARS, MAX_CONTEXT_CHARS, MAX_TAGS
+from obsidian_mcp.limits import MAX_FILTER_TAGS, MAX_ID_CHARS, MAX_MOMENT_CHARS, MAX_QUERY_CHARS
+from obsidian_mcp.memory.model import (
+    MAX_CONTENT_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TYPE_CHARS,
+)
 from obsidian_mcp.memory.render import (
     format_memory,
     recall_data,
@@ -18,7 +26,14 @@ from obsidian_mcp.memory.render import (
 from obsidian_mcp.memory.store import MAX_RECALL_LIMIT
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.server.app import AppState
-from obsidian_mcp.server.common import READ_ONLY, OutputFormat, app_state, to_json, tool_errors
+from obsidian_mcp.server.common import (
+    READ_ONLY,
+    OutputFormat,
+    app_state,
+    resource_errors,
+    to_json,
+    tool_errors,
+)
 
 MEMORY_GUIDE = """\
 Memory: at the start of a task, call vault_recall (by the tags of the people, projects or
@@ -43,14 +58,26 @@ FORGET = ToolAnnotations(
 _RECENT_DEFAULT = 10
 _PROMPT_MEMORIES = 15
 
+Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 Tags = Annotated[
-    list[str],
+    list[Tag],
     Field(
+        max_length=MAX_TAGS,
         description=f"1 to {MAX_TAGS} short labels you will recall this by: people, projects, "
         "places, topics, e.g. ['gale', 'ship']. Lower-cased; a leading '#' is dropped; no "
-        "spaces (write 'dark-forest'). Reuse tags you have used before."
+        f"spaces (write 'dark-forest'); at most {MAX_TAG_CHARS} characters each. Reuse tags "
+        "you have used before.",
     ),
 ]
+Kind = Annotated[
+    str | None,
+    Field(
+        max_length=MAX_TYPE_CHARS,
+        description="Optional kind, one word: fact, decision, event, preference (at most "
+        f"{MAX_TYPE_CHARS} characters).",
+    ),
+]
+Moment = Annotated[str | None, Field(max_length=MAX_MOMENT_CHARS)]
 
 
 def register_memory_tools(mcp: MCPServer[AppState]) -> None:
@@ -59,6 +86,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         content: Annotated[
             str,
             Field(
+                max_length=MAX_CONTENT_CHARS,
                 description=f"The thing to remember, self-contained, in a sentence or a short "
                 f"paragraph (at most {MAX_CONTENT_CHARS:,} characters). Put long material "
                 "in a note and pass its path as source."
@@ -69,17 +97,19 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         context: Annotated[
             str | None,
             Field(
+                max_length=MAX_CONTEXT_CHARS,
                 description="Optional: why it matters or when it applies, in a sentence (at "
-                f"most {MAX_CONTEXT_CHARS:,} characters). Leave it out if it is obvious."
+                f"most {MAX_CONTEXT_CHARS:,} characters). Leave it out if it is obvious.",
             ),
         ] = None,
-        type: Annotated[
-            str | None,
-            Field(description="Optional kind, one word: fact, decision, event, preference."),
-        ] = None,
+        type: Kind = None,
         source: Annotated[
             str | None,
-            Field(description="Optional vault path of the note this came from."),
+            Field(
+                max_length=MAX_SOURCE_CHARS,
+                description="Optional vault path of the note this came from (at most "
+                f"{MAX_SOURCE_CHARS:,} characters).",
+            ),
         ] = None,
     ) -> str:
         """Save a memory that lasts across sessions: a fact, decision, preference or event
@@ -106,17 +136,21 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     async def vault_recall(
         ctx: Context[AppState],
         tags: Annotated[
-            list[str] | None,
+            list[Tag] | None,
             Field(
+                max_length=MAX_FILTER_TAGS,
                 description="Memories with any of these tags (all of them with "
-                "match_all_tags=true). Omit to consider every memory."
+                f"match_all_tags=true), at most {MAX_FILTER_TAGS}. Omit to consider every "
+                "memory.",
             ),
         ] = None,
         query: Annotated[
             str | None,
             Field(
+                max_length=MAX_QUERY_CHARS,
                 description="Words to rank by relevance over content, context and tags; "
-                "only memories containing at least one of them are returned."
+                "only memories containing at least one of them are returned. At most "
+                f"{MAX_QUERY_CHARS:,} characters.",
             ),
         ] = None,
         time_range: Annotated[
@@ -127,30 +161,47 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             ),
         ] = "all",
         since: Annotated[
-            str | None,
+            Moment,
             Field(
                 description="Only memories from this moment on: '2026-05-01', "
-                "'2026-05-01T14:30', or an age such as '12h', '3d', '2w'."
+                "'2026-05-01T14:30', or an age such as '12h', '3d', '2w' (at most "
+                f"{MAX_MOMENT_CHARS} characters)."
             ),
         ] = None,
         until: Annotated[
-            str | None,
-            Field(description="Only memories before this moment (a date includes that day)."),
+            Moment,
+            Field(
+                description="Only memories before this moment (a date includes that day); "
+                f"same forms as since, at most {MAX_MOMENT_CHARS} characters."
+            ),
         ] = None,
         type: Annotated[
             str | None,
-            Field(description="Only memories of this kind, e.g. fact, decision, event."),
+            Field(
+                max_length=MAX_TYPE_CHARS,
+                description="Only memories of this kind, e.g. fact, decision, event (at most "
+                f"{MAX_TYPE_CHARS} characters).",
+            ),
         ] = None,
         limit: Annotated[
-            int, Field(ge=1, le=MAX_RECALL_LIMIT, description="Most memories to return.")
+            int,
+            Field(
+                ge=1,
+                le=MAX_RECALL_LIMIT,
+                description=f"Most memories to return, 1 to {MAX_RECALL_LIMIT} (default 10).",
+            ),
         ] = 10,
         match_all_tags: Annotated[
             bool, Field(description="Require every tag instead of any (default false).")
         ] = False,
         max_tokens: Annotated[
             int | None,
-            Field(ge=100, le=20000, description="Token budget of the reply (default: the "
-                  "server's budget, about 1,000)."),
+            Field(
+                ge=100,
+                le=20000,
+                description="Token budget of the reply, 100 to 20,000 (default: the "
+                "server's budget, about 1,000).",
+            ),
         ] = None,
         format: OutputFormat = "markdown",
     ) -> str:
@@ -183,7 +234,11 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     async def vault_forget(
         id: Annotated[
             str,
-            Field(description="The memory's id, as vault_remember or vault_recall gave it."),
+            Field(
+                max_length=MAX_ID_CHARS,
+                description="The memory's id, as vault_remember or vault_recall gave it (at "
+                f"most {MAX_ID_CHARS} characters).",
+            ),
         ],
         ctx: Context[AppState],
     ) -> str:
@@ -203,9 +258,10 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         mime_type="text/markdown",
     )
     async def recent_memories(ctx: Context[AppState], limit: int = _RECENT_DEFAULT) -> str:
-        memory_store = app_state(ctx).require().memory
-        memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
-        status = await memory_store.status()
+        with resource_errors():
+            memory_store = app_state(ctx).require().memory
+            memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
+            status = await memory_store.status()
         return render_overview(memories, tags, status, memory_store.now())
 
     @mcp.prompt(

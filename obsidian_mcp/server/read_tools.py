@@ -8,8 +8,22 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from obsidian_mcp import reading
+from obsidian_mcp.limits import (
+    MAX_HEADING_CHARS,
+    MAX_NOTE_OFFSET,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_WORDS,
+)
 from obsidian_mcp.paths import note_name
-from obsidian_mcp.reading import FolderNode, NoteOutline, NoteWindow, SearchMap
+from obsidian_mcp.reading import (
+    MAX_SCRATCH_CHARS,
+    FolderNode,
+    NoteOutline,
+    NoteWindow,
+    SearchMap,
+)
+from obsidian_mcp.retrieval.render import echo, echo_argument
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     APPEND_ONLY,
@@ -24,8 +38,10 @@ from obsidian_mcp.text.wording import plural
 NotePath = Annotated[
     str,
     Field(
+        max_length=MAX_PATH_CHARS,
         description="Vault-relative path of the note, e.g. 'Characters/Mira.md' "
-        "(the .md may be left off). Paths come from search results or vault_tree."
+        "(the .md may be left off). Paths come from search results or vault_tree. "
+        f"At most {MAX_PATH_CHARS:,} characters.",
     ),
 ]
 # Folders listed per level before the rest are summarised; keeps a big vault's tree cheap.
@@ -151,11 +167,11 @@ def format_search_map(result: SearchMap) -> str:
     where = f"in {result.folder}/" if result.folder else "in the vault"
     if not result.rows:
         return (
-            f"No note {where} contains every word of {_quote(result.query)}. Try fewer or "
+            f"No note {where} contains every word of {echo(result.query)}. Try fewer or "
             "other words, or vault_semantic_query for meaning rather than exact words."
         )
     lines = [
-        f"{result.total_matches} matches of {_quote(result.query)} in {result.total_files} "
+        f"{result.total_matches} matches of {echo(result.query)} in {result.total_files} "
         f"files {where}:"
     ]
     for row in result.rows:
@@ -164,7 +180,7 @@ def format_search_map(result: SearchMap) -> str:
         lines.append(f"- {name}: {row.matches} matches{files}")
     top = result.rows[0]
     step = (
-        f"vault_search_map(query={_quote(result.query)}, folder={_quote(top.path)})"
+        f"vault_search_map(query={echo_argument(result.query)}, folder={_quote(top.path)})"
         if top.is_folder
         else f"vault_peek_file(path={_quote(top.path)})"
     )
@@ -180,16 +196,19 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         heading: Annotated[
             str | None,
             Field(
+                max_length=MAX_HEADING_CHARS,
                 description="Read only this section (with its subsections): a heading name "
-                "like 'Childhood', or a full path like 'Backstory > Childhood'."
+                "like 'Childhood', or a full path like 'Backstory > Childhood'. At most "
+                f"{MAX_HEADING_CHARS} characters.",
             ),
         ] = None,
         offset: Annotated[
             int,
             Field(
                 ge=0,
+                le=MAX_NOTE_OFFSET,
                 description="Character offset to start from, as given by the "
-                "continuation hint of a cut read.",
+                f"continuation hint of a cut read (0 to {MAX_NOTE_OFFSET:,}).",
             ),
         ] = 0,
         max_chars: Annotated[
@@ -197,7 +216,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             Field(
                 ge=200,
                 le=100_000,
-                description="Most characters to return "
+                description="Most characters to return, 200 to 100,000 "
                 "(default: the server's read budget, about 1,500 tokens).",
             ),
         ] = None,
@@ -237,9 +256,16 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
     async def vault_tree(
         ctx: Context[AppState],
         folder: Annotated[
-            str, Field(description="Folder to start from; '' (default) is the vault root.")
+            str,
+            Field(
+                max_length=MAX_PATH_CHARS,
+                description="Folder to start from; '' (default) is the vault root. At most "
+                f"{MAX_PATH_CHARS:,} characters.",
+            ),
         ] = "",
-        depth: Annotated[int, Field(ge=1, le=6, description="Folder levels to show.")] = 2,
+        depth: Annotated[
+            int, Field(ge=1, le=6, description="Folder levels to show, 1 to 6 (default 2).")
+        ] = 2,
         format: OutputFormat = "markdown",
     ) -> str:
         """The vault's structure: folders with note counts, and notes, to a depth.
@@ -254,11 +280,22 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
     @mcp.tool(title="Where a term occurs", annotations=READ_ONLY, structured_output=False)
     async def vault_search_map(
         query: Annotated[
-            str, Field(min_length=1, description="Words that must all occur in a note.")
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                description="Words that must all occur in a note: at most "
+                f"{MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS:,} characters.",
+            ),
         ],
         ctx: Context[AppState],
         folder: Annotated[
-            str, Field(description="Limit to this folder; '' (default) is the whole vault.")
+            str,
+            Field(
+                max_length=MAX_PATH_CHARS,
+                description="Limit to this folder; '' (default) is the whole vault. At most "
+                f"{MAX_PATH_CHARS:,} characters.",
+            ),
         ] = "",
         format: OutputFormat = "markdown",
     ) -> str:
@@ -274,7 +311,15 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
 
     @mcp.tool(title="Append to the scratch note", annotations=APPEND_ONLY, structured_output=False)
     async def vault_scratch_append(
-        text: Annotated[str, Field(min_length=1, description="What to jot down (markdown).")],
+        text: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_SCRATCH_CHARS,
+                description=f"What to jot down (markdown), at most {MAX_SCRATCH_CHARS:,} "
+                "characters.",
+            ),
+        ],
         ctx: Context[AppState],
     ) -> str:
         """Append a timestamped entry to the agent's scratch note (a working notepad in the

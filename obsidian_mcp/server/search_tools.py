@@ -7,6 +7,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.packing import SearchResult
 from obsidian_mcp.retrieval.quick_context import quick_context
@@ -31,8 +32,10 @@ from obsidian_mcp.server.common import (
 Folder = Annotated[
     str,
     Field(
+        max_length=MAX_PATH_CHARS,
         description="Search only this folder and its subfolders, e.g. 'Characters' "
-        "(default '': the whole vault). vault_tree shows the folders."
+        "(default '': the whole vault). vault_tree shows the folders. At most "
+        f"{MAX_PATH_CHARS:,} characters.",
     ),
 ]
 MaxTokens = Annotated[
@@ -40,7 +43,8 @@ MaxTokens = Annotated[
     Field(
         ge=100,
         le=20_000,
-        description="Token budget of the reply (tokens ~ characters / 4); default: the "
+        description="Token budget of the reply, 100 to 20,000 (tokens ~ characters / 4); "
+        "default: the "
         "server's budget, 1,000 unless configured. Passages that do not fit are named in "
         "the footer with the call that gets them.",
     ),
@@ -78,13 +82,15 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             str,
             Field(
                 min_length=1,
+                max_length=MAX_QUERY_CHARS,
                 description="The question or topic in plain words, e.g. 'what is Mira "
-                "afraid of'. Write it as you would ask a person; no search syntax.",
+                "afraid of'. Write it as you would ask a person; no search syntax. At most "
+                f"{MAX_QUERY_CHARS:,} characters.",
             ),
         ],
         ctx: Context[AppState],
         limit: Annotated[
-            int, Field(ge=1, le=50, description="Most passages to return (default 5).")
+            int, Field(ge=1, le=50, description="Most passages to return, 1 to 50 (default 5).")
         ] = 5,
         include_context: Annotated[
             bool,
@@ -125,17 +131,24 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             str,
             Field(
                 min_length=1,
+                max_length=MAX_QUERY_CHARS,
                 description="Exact terms, all of which must occur; put phrases in double "
-                "quotes: '\"sluice keys\" Tomas'. Case does not matter.",
+                "quotes: '\"sluice keys\" Tomas'. Case does not matter. At most "
+                f"{MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS:,} characters.",
             ),
         ],
         ctx: Context[AppState],
         limit: Annotated[
-            int, Field(ge=1, le=100, description="Most snippets to return (default 10).")
+            int,
+            Field(ge=1, le=100, description="Most snippets to return, 1 to 100 (default 10)."),
         ] = 10,
         snippet_length: Annotated[
             int,
-            Field(ge=40, le=2000, description="Most characters per snippet (default 200)."),
+            Field(
+                ge=40,
+                le=2000,
+                description="Most characters per snippet, 40 to 2,000 (default 200).",
+            ),
         ] = 200,
         folder: Folder = "",
         max_tokens: MaxTokens = None,
@@ -170,14 +183,16 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         path: Annotated[
             str,
             Field(
+                max_length=MAX_PATH_CHARS,
                 description="Vault path of the note, e.g. 'Characters/Rook.md' (as search "
-                "results give it; the .md may be left off)."
+                "results give it; the .md may be left off). At most "
+                f"{MAX_PATH_CHARS:,} characters.",
             ),
         ],
         ctx: Context[AppState],
         limit: Annotated[
             int,
-            Field(ge=1, le=50, description="Most notes per list (default 5)."),
+            Field(ge=1, le=50, description="Most notes per list, 1 to 50 (default 5)."),
         ] = 5,
         concise: Concise = False,
         format: OutputFormat = "markdown",
@@ -203,7 +218,9 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             str,
             Field(
                 min_length=1,
-                description="A person, place, event or idea, e.g. 'the Drowning of Caddow Reach'.",
+                max_length=MAX_QUERY_CHARS,
+                description="A person, place, event or idea, e.g. 'the Drowning of Caddow "
+                f"Reach'. At most {MAX_QUERY_CHARS:,} characters.",
             ),
         ],
         ctx: Context[AppState],

@@ -1,11 +1,29 @@
 """The status resource: which sources are in use, and why."""
 
+import logging
 from dataclasses import asdict
 
 from mcp.server import MCPServer
 
-from obsidian_mcp.server.app import AppState, StateRef
+from obsidian_mcp.errors import VaultError
+from obsidian_mcp.server.app import AppState, StateRef, VaultServices
 from obsidian_mcp.server.common import to_json
+
+logger = logging.getLogger(__name__)
+
+
+async def _memory_status(services: VaultServices) -> dict[str, object]:
+    # Status is what a user reads when something is wrong, so a failure to read the
+    # memory file (Obsidian down, key rejected, a folder where the file should be) is
+    # reported in it, never raised.
+    try:
+        return asdict(await services.memory.status())
+    except VaultError as exc:
+        return {"problem": str(exc)}
+    except Exception as exc:
+        logger.exception("memory status failed")
+        return {"problem": f"the memory file could not be read ({type(exc).__name__}); see "
+                "the server's log."}
 
 
 async def status_data(state: AppState) -> dict[str, object]:
@@ -13,7 +31,7 @@ async def status_data(state: AppState) -> dict[str, object]:
         return {"vault": None, "problem": state.unavailable_reason}
     vault = state.services.vault
     status = vault.status()
-    memory = asdict(await state.services.memory.status())
+    memory = await _memory_status(state.services)
     return {
         "live_source": status.live,
         "vault_folder": status.disk,

@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+import anyio.from_thread
 import anyio.to_thread
 
 from obsidian_mcp.errors import (
+    FileSystemFailure,
     IsAFolder,
     NoteNotFound,
     NotReadable,
@@ -202,8 +204,10 @@ class FolderSource:
             raise IsAFolder(path)
         try:
             st = target.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise FileSystemFailure(path, "read", exc) from exc
         return FileStat(path, mtime_ms(st), st.st_size)
 
     async def stat(self, path: str) -> FileStat | None:
@@ -219,8 +223,11 @@ class FolderSource:
     def _read_text(self, path: str, target: Path) -> NoteData:
         try:
             st = target.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # 'Home.md/x.md': a note cannot sit under a note, so there is no such note.
             raise NoteNotFound(path) from None
+        except OSError as exc:
+            raise FileSystemFailure(path, "read", exc) from exc
         if stat.S_ISDIR(st.st_mode):
             raise IsAFolder(path)
         if not stat.S_ISREG(st.st_mode):
@@ -238,6 +245,8 @@ class FolderSource:
                     "permission denied",
                     "give the server's user read access to it, or read another note.",
                 ) from None
+            except OSError as exc:  # anything else the filesystem refuses
+                raise FileSystemFailure(path, "read", exc) from exc
             if looks_binary(data[:_SNIFF_BYTES]):
                 raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
@@ -261,6 +270,12 @@ class FolderSource:
         return target
 
     def _write(self, path: str, content: str) -> None:
+        try:
+            self._replace_file(path, content)
+        except OSError as exc:
+            raise FileSystemFailure(path, "write", exc) from exc
+
+    def _replace_file(self, path: str, content: str) -> None:
         target = self._writable(path)
         # Write a sibling and rename over the target, so a reader never sees half a file.
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -271,6 +286,12 @@ class FolderSource:
         await anyio.to_thread.run_sync(self._write, path, content)
 
     def _append(self, path: str, content: str) -> None:
+        try:
+            self._append_locked(path, content)
+        except OSError as exc:
+            raise FileSystemFailure(path, "append to", exc) from exc
+
+    def _append_locked(self, path: str, content: str) -> None:
         target = self._writable(path)
         data = content.encode("utf-8")
         descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -303,9 +324,12 @@ class FolderSource:
         for path, _ in self._walk():
             if not is_markdown(path):
                 continue
+            # The scan runs on a worker thread, which a cancelled request cannot interrupt;
+            # it asks, note by note, whether the request is still wanted.
+            anyio.from_thread.check_cancelled()
             try:
                 content = self._read_text(path, self._root / path).content
-            except (NotText, NotReadable, NoteNotFound):
+            except (NotText, NotReadable, NoteNotFound, FileSystemFailure):
                 continue
             found = [
                 [TextMatch(m.start(), m.end()) for m in pattern.finditer(content)]

@@ -29,6 +29,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import (
     AuthRejected,
     CertificateUntrusted,
+    CertificateUnusable,
     IsAFolder,
     NoteNotFound,
     NotText,
@@ -139,7 +140,11 @@ def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
     cert = settings.trusted_cert()
     if cert is None:
         return True
-    return ssl.create_default_context(cafile=str(cert))
+    try:
+        return ssl.create_default_context(cafile=str(cert))
+    except (OSError, ssl.SSLError) as exc:
+        # A missing file, or one without a PEM certificate in it.
+        raise CertificateUnusable(str(cert), exc.strerror or str(exc)) from exc
 
 
 def build_http_client(
