@@ -19,7 +19,8 @@ from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.sources.folder import FolderSource
-from tests.conftest import REPO_ROOT, folder_settings, rest_settings
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from bench.fuzz import Guard, prepare_vault, run_fuzz
 from obsidian_mcp.server import build_server
-from tests.conftest import FIXTURE_VAULT, folder_settings, rest_settings
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import FIXTURE_VAULT
 from tests.standin.process import StandinProcess
 
 # Calls per tool and source: about half a minute for both sources on the 2-core CI box.

@@ -1,13 +1,10 @@
 """The MCP surface: a thin layer that parses arguments, calls domain code and formats."""
 
-import inspect
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx
 from mcp.server import MCPServer
-from mcp.types import Icon, ToolAnnotations
 
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
