@@ -74,6 +74,11 @@ class Settings(BaseSettings):
         default="obsidian-mcp/memory.jsonl",
         description="Vault path of the memory file. Not hidden, so Obsidian and sync see it.",
     )
+    memory_meaning: bool = Field(
+        default=True,
+        description="Rank recalled memories by meaning too, with the local embedding model "
+        "(loaded in the background; its vectors are cached outside the vault).",
+    )
     scratch_path: str = Field(
         default="obsidian-mcp/scratch.md",
         description="Vault path of the scratch note that vault_scratch_append writes to.",

@@ -1,6 +1,8 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,6 +10,10 @@ import pytest
 
 from obsidian_mcp.config import Settings
 from tests.standin.process import StandinProcess
+
+# Caches (the memory index) go to a scratch folder, never the user's ~/.cache; server
+# processes the tests start inherit it.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="obsidian-mcp-test-cache-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"

@@ -106,11 +106,15 @@ def _left_out(recall: Recall, shown: int) -> str | None:
     )
 
 
+def _meaning_line(recall: Recall) -> list[str]:
+    return [f"({recall.meaning_note})"] if recall.meaning_note else []
+
+
 def render_recall(recall: Recall, max_tokens: int) -> str:
     if not recall.total:
-        return _nothing_found(recall)
+        return "\n".join([_nothing_found(recall), *_meaning_line(recall)])
     entries, shown = _pack(recall, max_tokens)
-    lines = [summary_line(recall), *entries]
+    lines = [summary_line(recall), *_meaning_line(recall), *entries]
     footer = _left_out(recall, shown)
     if footer:
         lines.append(footer)
@@ -143,6 +147,8 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
     }
     if recall.known_tags:
         data["known_tags"] = dict(recall.known_tags)
+    if recall.meaning_note:
+        data["meaning"] = recall.meaning_note
     footer = _left_out(recall, shown) if recall.total else None
     if footer:
         data["left_out"] = footer

@@ -341,7 +341,10 @@ class MemoryStore:
         """Run for the server's life: load the model, then embed the memories that have no
         vector yet (a large file's in the background, others' as they appear)."""
         while True:
-            await self.catch_up_meaning()
+            try:
+                await self.catch_up_meaning()
+            except Exception:  # recall goes on by words; the next change tries again
+                logger.exception("memory vectors could not be brought up to date")
             await self._more_to_embed.wait()
             self._more_to_embed = anyio.Event()
 
