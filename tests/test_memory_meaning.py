@@ -240,5 +240,6 @@ async def test_missing_vectors_are_embedded_once_and_cached_outside_the_file(
     await store_at(vault, cache, again).catch_up_meaning()
     assert again.texts == 0
     fields = {"id", "ts", "content", "tags", "context"}
-    assert all(set(json.loads(line)) == fields for line in (vault / MEMORY).read_bytes().splitlines())
+    stored = (vault / MEMORY).read_bytes().splitlines()
+    assert all(set(json.loads(line)) == fields for line in stored)
     assert (await store_at(vault, cache, again).status()).meaning == "loading"
