@@ -60,6 +60,10 @@ def terms(text: str) -> set[str]:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _COLUMNS = "id, ts, content, tags, context, type, source"
+# Weight of the ranking by meaning against the ranking by words (1.0) in their fusion.
+# `python -m bench.memory_bench --meaning` (34 paraphrases over 1,000 memories): hit@1
+# 44% at 1.0, 53% at 2.0 and at 4.0 (hit@5 65%, 65%, 68%); words alone find 0%, 3%.
+MEANING_WEIGHT = 2.0
 # FTS5 columns, in the order of `_FIELD_WEIGHTS`.
 _FIELDS = ("tags", "text")
 
@@ -457,7 +461,7 @@ class MemoryIndex:
                 return sorted(hits, key=lambda slot: (values[slot], pool[slot], slot),
                               reverse=True)
 
-            fused = reciprocal_rank_fusion([(by(scores), 1.0), (by(nearby), 1.0)])
+            fused = reciprocal_rank_fusion([(by(scores), 1.0), (by(nearby), MEANING_WEIGHT)])
             best = heapq.nlargest(limit, pool, key=lambda slot: (fused[slot], pool[slot], slot))
         else:
             best = heapq.nlargest(limit, pool, key=lambda slot: (scores[slot], pool[slot], slot))
