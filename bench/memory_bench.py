@@ -31,17 +31,16 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
-from pydantic import SecretStr
 
+from bench.memory_recall_set import PAIRS, distractors
 from obsidian_mcp.config import Settings
+from obsidian_mcp.memory.index import terms
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.server import build_server
-from obsidian_mcp.memory.index import terms
 from obsidian_mcp.server.app import app_lifespan, default_embedder
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
-from bench.memory_recall_set import PAIRS, distractors
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"
