@@ -7,18 +7,26 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.types import TextContent
 
+from obsidian_mcp.cachedir import cache_dir
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, parse, terms
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.memory.render import render_recall
 from obsidian_mcp.memory.store import MemoryStore
+from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import default_embedder
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
+from tests.conftest import folder_settings
+from tests.test_status import read_status
 
 MEMORY = "obsidian-mcp/memory.jsonl"
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -243,3 +251,30 @@ async def test_missing_vectors_are_embedded_once_and_cached_outside_the_file(
     stored = (vault / MEMORY).read_bytes().splitlines()
     assert all(set(json.loads(line)) == fields for line in stored)
     assert (await store_at(vault, cache, again).status()).meaning == "loading"
+
+
+@pytest.mark.anyio
+async def test_the_server_recalls_by_meaning_once_its_background_catch_up_is_done(
+    vault: Path, tmp_path: Path, model: Embedder
+) -> None:
+    """Through a real MCP client: the server loads the model and embeds the file's memories
+    in the background; status says so; then a paraphrase finds its memory."""
+    del model  # loaded already by the fixture: the server shares it, it does not load again
+    write_lines(vault, [encode(entry(n, content, tags))
+                        for n, (content, tags, _) in enumerate(PARAPHRASED)])
+    settings = folder_settings(vault, tmp_path / "cfg")
+    async with Client(build_server(settings)) as client:
+        async def memory_status() -> dict[str, str]:
+            memory = (await read_status(client))["memory"]
+            assert isinstance(memory, dict)
+            return cast(dict[str, str], memory)
+
+        with anyio.fail_after(60):
+            while "3 memory vectors" not in (await memory_status())["meaning"]:
+                await anyio.sleep(0.05)
+        assert (await memory_status())["cache"].startswith(str(cache_dir()))
+        result = await client.call_tool("vault_recall", {"query": PARAPHRASED[2][2], "limit": 1})
+        block = result.content[0]
+        assert isinstance(block, TextContent) and not result.is_error
+        assert block.text.startswith(f"1 memory matching {PARAPHRASED[2][2]!r}")
+        assert PARAPHRASED[2][0] in block.text and "words only" not in block.text

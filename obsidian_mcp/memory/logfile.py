@@ -107,6 +107,12 @@ def catch_up(reader: LogReader, data: bytes) -> LogReader:
     return reader
 
 
+def _apply(reader: LogReader, records: list[Record]) -> None:
+    with reader.writing():
+        for record in records:
+            reader.index.apply(record)
+
+
 def compacted(data: bytes) -> tuple[bytes, Compaction]:
     """The file's live memories, one line each in their order; repeats and tombstones gone."""
     parsed = parse(data, keep_raw=True)
@@ -269,7 +275,7 @@ class RestLog:
     async def refresh(self, reader: LogReader) -> LogReader:
         if time.monotonic() - self._fetched_at < self._max_staleness:
             return reader
-        return catch_up(reader, await self._get())
+        return await anyio.to_thread.run_sync(catch_up, reader, await self._get())
 
     async def _post(self, records: list[Record]) -> None:
         data = _lines(records)
@@ -299,9 +305,7 @@ class RestLog:
         if records:
             await self._post(records)
             # Visible at once; the refresh that later reads these lines finds them applied.
-            with reader.writing():
-                for record in records:
-                    reader.index.apply(record)
+            await anyio.to_thread.run_sync(_apply, reader, records)
         return reader, records
 
     async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
