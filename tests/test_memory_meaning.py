@@ -95,13 +95,20 @@ async def test_a_new_process_answers_from_the_cache_without_rebuilding(
     assert status.cache == str(cache) and status.memories == 51
 
 
-@pytest.mark.anyio
-async def test_a_cache_that_no_longer_matches_the_file_is_rebuilt_with_a_log_line(
-    vault: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.fixture
+async def warm_cache(vault: Path, tmp_path: Path) -> Path:
+    """A file of five memories, and a cache built from it by an earlier session."""
     cache = tmp_path / "memory.sqlite"
     write_lines(vault, [encode(entry(n, f"fact {n}")) for n in range(5)])
     assert (await store_at(vault, cache).recall(query="fact")).total == 5
+    return cache
+
+
+@pytest.mark.anyio
+async def test_a_cache_that_no_longer_matches_the_file_is_rebuilt_with_a_log_line(
+    vault: Path, warm_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = warm_cache
     # Edited in the middle, same length: the anchor (the last line) still matches, the CRC
     # of the prefix does not.
     text = (vault / MEMORY).read_text("utf-8").replace("fact 2", "gist 2")
@@ -114,11 +121,9 @@ async def test_a_cache_that_no_longer_matches_the_file_is_rebuilt_with_a_log_lin
 
 @pytest.mark.anyio
 async def test_a_corrupt_cache_is_rebuilt_never_a_crash(
-    vault: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    vault: Path, tmp_path: Path, warm_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cache = tmp_path / "memory.sqlite"
-    write_lines(vault, [encode(entry(n, f"fact {n}")) for n in range(5)])
-    assert (await store_at(vault, cache).recall()).total == 5
+    cache = warm_cache
     for leftover in tmp_path.glob("memory.sqlite-*"):
         leftover.unlink()
     cache.write_bytes(b"\0garbage" * 512)  # overwritten by something else

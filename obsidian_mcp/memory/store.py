@@ -338,15 +338,17 @@ class MemoryStore:
         return None
 
     async def keep_meaning_current(self) -> None:
-        """Run for the server's life: load the model, then embed the memories that have no
-        vector yet (a large file's in the background, others' as they appear)."""
+        """Run for the server's life: once memory is first used, load the model, then embed
+        the memories that have no vector yet (a large file's in the background, others' as
+        they appear). Waiting for that first use keeps the model's loading off the first
+        answer, and off servers whose memory is never used."""
         while True:
+            await self._more_to_embed.wait()
+            self._more_to_embed = anyio.Event()
             try:
                 await self.catch_up_meaning()
             except Exception:  # recall goes on by words; the next change tries again
                 logger.exception("memory vectors could not be brought up to date")
-            await self._more_to_embed.wait()
-            self._more_to_embed = anyio.Event()
 
     async def catch_up_meaning(self) -> None:
         """Load the model, then give every memory of the file its vector: from the cache
