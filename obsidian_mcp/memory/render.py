@@ -70,9 +70,14 @@ def _nothing_found(recall: Recall) -> str:
     return "\n".join(lines)
 
 
+def _meaning_line(recall: Recall) -> list[str]:
+    return [f"({recall.meaning_note})"] if recall.meaning_note else []
+
+
 def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int]:
     """The entries that fit the budget (the first always, shortened if it must be)."""
     budget = max_tokens - estimate_tokens(summary_line(recall)) - _FOOTER_TOKENS
+    budget -= sum(estimate_tokens(line) + 1 for line in _meaning_line(recall))
     shown: list[str] = []
     for memory in recall.memories:
         text = format_memory(memory, recall.now)
@@ -106,19 +111,15 @@ def _left_out(recall: Recall, shown: int) -> str | None:
     )
 
 
-def _meaning_line(recall: Recall) -> list[str]:
-    return [f"({recall.meaning_note})"] if recall.meaning_note else []
-
-
 def render_recall(recall: Recall, max_tokens: int) -> str:
     if not recall.total:
         return "\n".join([_nothing_found(recall), *_meaning_line(recall)])
     entries, shown = _pack(recall, max_tokens)
-    lines = [summary_line(recall), *_meaning_line(recall), *entries]
+    lines = [summary_line(recall), *entries]
     footer = _left_out(recall, shown)
     if footer:
         lines.append(footer)
-    return "\n".join(lines)
+    return "\n".join([*lines, *_meaning_line(recall)])
 
 
 def memory_data(memory: Memory, now: datetime) -> dict[str, Any]:
