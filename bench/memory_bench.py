@@ -1,17 +1,28 @@
 """Memory store benchmark (not a test): 100,000 entries, folder and stand-in REST API.
 
     python -m bench.memory_bench [--entries 100000] [--runs 50]
+    python -m bench.memory_bench --meaning
 
-Measures the cold load (first recall of a fresh store), warm recall by tags and by query,
-and remember, through the domain code and through the MCP tool layer (an in-process
-client); then the same through the stand-in Local REST API. Prints one table.
+The first measures the cold load (first recall of a store with no cache: the index is
+built), warm recall by tags and by query, and remember, through the domain code and through
+the MCP tool layer (an in-process client), by words (OBSIDIAN_MEMORY_MEANING=false, so
+the background embedding of 100,000 memories does not run under the timings); then the
+first recall of a NEW process (the index read from its cache), by tags, by query and by time
+range, with meaning on as a user has it; then the same through the stand-in Local REST API.
+The second measures recall by meaning: hit rate of paraphrased queries
+(`bench/memory_recall_set.py`) over 1,000 memories, by words only and with meaning, and
+remember/recall medians with the model. Each prints one table.
 """
 
 import argparse
+import json
 import logging
+import os
 import random
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -20,13 +31,16 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
-from pydantic import SecretStr
 
+from bench.memory_recall_set import PAIRS, distractors
 from obsidian_mcp.config import Settings
+from obsidian_mcp.memory.index import terms
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import app_lifespan
+from obsidian_mcp.server.app import app_lifespan, default_embedder
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"
@@ -112,27 +126,63 @@ async def measure_tools(settings: Settings, label: str, runs: int) -> list[Row]:
             (label, "remember", *remember)]
 
 
+# What a new process's first recall asks, one process each.
+FIRST_RECALLS: dict[str, dict[str, object]] = {
+    "by tag": {"tags": [_TAGS[3]]},
+    "by query": {"query": f"{_QUERY_WORDS[5]} {_QUERY_WORDS[40]}"},
+    "by time range": {"time_range": "week"},
+}
+
+
+async def first_recall(settings: dict[str, object], recall: dict[str, object]) -> float:
+    """In a fresh process: seconds from opening the server's state to the first answer."""
+    began = time.perf_counter()
+    async with app_lifespan(Settings.model_validate(settings)) as state:
+        await state.require().memory.recall(**recall)  # type: ignore[arg-type]
+        return time.perf_counter() - began
+
+
+def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
+    rows: list[Row] = []
+    for kind, recall in FIRST_RECALLS.items():
+        spec = json.dumps({"settings": settings, "recall": recall}, default=str)
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.memory_bench", "--first-recall", spec],
+            capture_output=True, text=True, check=True, env=os.environ,
+        )
+        seconds = float(out.stdout.strip().splitlines()[-1])
+        rows.append((label, f"new process, first recall {kind}", seconds * 1000, float("nan")))
+    return rows
+
+
 async def run(entries: int, runs: int) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
+        os.environ["XDG_CACHE_HOME"] = str(root / "cache")  # the index cache, for children too
         vault = root / "vault"
         started = time.perf_counter()
         build_file(vault / MEMORY, entries)
         print(f"built {entries:,} entries ({(vault / MEMORY).stat().st_size / 1e6:.1f} MB) "
               f"in {time.perf_counter() - started:.1f} s")
-        folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None)
+        folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None,
+                          memory_meaning=False)
         async with app_lifespan(folder) as state:
             rows += await measure_store(state.require().memory, "folder, domain", runs)
         rows += await measure_tools(folder, "folder, MCP tool", runs)
+        rows += new_process_rows("folder, new process",
+                                 {"vault_path": vault, "config_dir": root / "cfg"})
 
         rest_vault = root / "rest-vault"
         (rest_vault / MEMORY).parent.mkdir(parents=True)
         shutil.copy(vault / MEMORY, rest_vault / MEMORY)
         async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
-            rest = Settings(api_key=SecretStr(standin.api_key), host="127.0.0.1", port=standin.port,
-                            cert=Path(standin.cert), config_dir=root / "cfg",
-                            request_timeout=60, retry_budget=120)
+            rest_values: dict[str, object] = {
+                "api_key": standin.api_key, "host": "127.0.0.1", "port": standin.port,
+                "cert": standin.cert, "config_dir": root / "cfg", "request_timeout": 60,
+                "retry_budget": 120,
+            }
+            rest = Settings.model_validate({**rest_values, "memory_meaning": False})
             async with app_lifespan(rest) as state:
                 services = state.require()
                 rows += await measure_store(services.memory, "stand-in, domain", runs)
@@ -143,7 +193,53 @@ async def run(entries: int, runs: int) -> list[Row]:
                 fresh = await timed(max(runs // 5, 5), lambda n: always.recall(tags=["bench"]))
                 rows.append(("stand-in, domain", "recall, file re-read each time", *fresh))
             rows += await measure_tools(rest, "stand-in, MCP tool", runs)
+            rows += new_process_rows("stand-in, new process", rest_values)
     return rows
+
+
+def memory_file(target: Path, memories: list[tuple[str, tuple[str, ...]]]) -> None:
+    ids = IdMaker(random.Random(3))
+    start = datetime.now(UTC) - timedelta(days=200)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", encoding="utf-8") as out:
+        for n, (content, tags) in enumerate(memories):
+            ts = start + timedelta(hours=4 * n)
+            out.write(encode(Memory(ids.make(ts), ts, content, tags, "")))
+
+
+async def run_meaning(total: int) -> None:
+    memories = [(content, tags) for content, tags, _ in PAIRS]
+    memories += distractors(total - len(PAIRS))
+    random.Random(5).shuffle(memories)
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        memory_file(root / "vault" / MEMORY, memories)
+        vault = Vault(None, FolderSource(root / "vault"))
+        words = MemoryStore(vault, MEMORY)
+        meaning = MemoryStore(vault, MEMORY, cache=root / "cache.sqlite",
+                              embedder=default_embedder)
+        began = time.perf_counter()
+        await meaning.catch_up_meaning()
+        embed_seconds = time.perf_counter() - began
+        hits = {"words only": [0, 0], "with meaning": [0, 0]}
+        disjoint = 0
+        for content, _, question in PAIRS:
+            disjoint += not terms(question) & terms(content)
+            for label, store in (("words only", words), ("with meaning", meaning)):
+                found = [m.content for m in (await store.recall(query=question, limit=5)).memories]
+                hits[label][0] += found[:1] == [content]
+                hits[label][1] += content in found
+        recall = await timed(30, lambda n: meaning.recall(query=PAIRS[n % len(PAIRS)][2]))
+        remember = await timed(30, lambda n: meaning.remember(
+            f"bench memory {n} {time.time()}", ["bench"], ""))
+    print(f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
+          f"memory) over {total:,} memories; model {default_embedder().model_id}")
+    print(f"{'ranking':<14} {'hit@1':>8} {'hit@5':>8}")
+    for label, (top1, top5) in hits.items():
+        print(f"{label:<14} {top1 / len(PAIRS):>8.0%} {top5 / len(PAIRS):>8.0%}")
+    print(f"embedding {total:,} memories (first start): {embed_seconds:.1f} s")
+    print(f"recall by query with meaning: median {recall[0]:.1f} ms, p95 {recall[1]:.1f} ms")
+    print(f"remember with meaning: median {remember[0]:.1f} ms, p95 {remember[1]:.1f} ms")
 
 
 def main() -> None:
@@ -151,7 +247,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Memory store benchmark.")
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--meaning", action="store_true",
+                        help="recall by meaning: paraphrase hit rate over 1,000 memories")
+    parser.add_argument("--first-recall", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
+    if args.first_recall:
+        spec = json.loads(args.first_recall)
+        print(anyio.run(first_recall, spec["settings"], spec["recall"]))
+        return
+    if args.meaning:
+        anyio.run(run_meaning, 1000)
+        return
     rows = anyio.run(run, args.entries, args.runs)
     logging.getLogger().setLevel(logging.WARNING)
     print(f"\n{'source':<20} {'operation':<32} {'median ms':>10} {'p95 ms':>10}")

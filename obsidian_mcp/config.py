@@ -22,8 +22,10 @@ def default_config_dir() -> Path:
 
 def default_cache_dir() -> Path:
     """`$XDG_CACHE_HOME/obsidian-mcp`, else `~/.cache/obsidian-mcp`: outside every vault."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "obsidian-mcp"
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    # The XDG spec: a relative path is invalid and ignored.
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "obsidian-mcp"
 
 
 class Settings(BaseSettings):
@@ -84,6 +86,11 @@ class Settings(BaseSettings):
     memory_path: str = Field(
         default="obsidian-mcp/memory.jsonl",
         description="Vault path of the memory file. Not hidden, so Obsidian and sync see it.",
+    )
+    memory_meaning: bool = Field(
+        default=True,
+        description="Rank recalled memories by meaning too, with the local embedding model "
+        "(loaded in the background; its vectors are cached outside the vault).",
     )
     scratch_path: str = Field(
         default="obsidian-mcp/scratch.md",

@@ -1,5 +1,7 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,10 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
 from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
+
+# Caches (the memory index) go to a scratch folder, never the user's ~/.cache; server
+# processes the tests start inherit it.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="obsidian-mcp-test-cache-")
 
 
 @pytest.fixture

@@ -18,7 +18,9 @@ MEMORY = "obsidian-mcp/memory.jsonl"
 
 def server_process(vault: Path, config_dir: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir))
+    # These processes race over the file; the embedding model would only slow them down.
+    env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir),
+               OBSIDIAN_MEMORY_MEANING="false")
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "obsidian_mcp", "serve", "--vault", str(vault)],

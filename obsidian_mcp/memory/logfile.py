@@ -38,7 +38,7 @@ from obsidian_mcp.errors import (
     ObsidianTimeout,
     PathRefused,
 )
-from obsidian_mcp.memory.index import LogReader, MemoryIndex
+from obsidian_mcp.memory.index import LogReader, MemoryIndex, parse, settle
 from obsidian_mcp.memory.model import Record, encode
 from obsidian_mcp.sources.folder import append_whole
 from obsidian_mcp.vault import Vault
@@ -96,31 +96,32 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def catch_up(reader: LogReader, data: bytes) -> LogReader:
-    """`reader` advanced over `data` (the whole file), or a fresh reader if it was rewritten."""
-    if not reader.continues(len(data), data[reader.anchor_start : reader.anchor_end]):
-        reader = LogReader()
-    reader.consume(data[reader.offset :])
+    """`reader` advanced over `data` (the whole file), or rebuilt if the file was rewritten."""
+    with reader.writing():
+        reader.follow(len(data), lambda start, length: data[start : start + length])
     return reader
 
 
-def compacted(data: bytes) -> tuple[bytes, LogReader, Compaction]:
+def _apply(reader: LogReader, records: list[Record]) -> None:
+    with reader.writing():
+        for record in records:
+            reader.index.apply(record)
+
+
+def compacted(data: bytes) -> tuple[bytes, Compaction]:
     """The file's live memories, one line each in their order; repeats and tombstones gone."""
-    full = LogReader(lines={})
-    full.consume(data)
-    assert full.lines is not None
-    kept = b"".join(full.lines[memory.id] for memory in full.index.primaries())
-    fresh = LogReader()
-    fresh.consume(kept)
+    parsed = parse(data, keep_raw=True)
+    line_of = dict(zip((record.id for record in parsed.records), parsed.raw, strict=True))
+    settled = settle(parsed.records)
+    kept_ids = [m.id for m, repeat in zip(settled.live, settled.repeats, strict=True)
+                if not repeat]
+    kept = b"".join(line_of[memory_id] for memory_id in kept_ids)
     total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-    return (
-        kept,
-        fresh,
-        Compaction(
-            kept=fresh.index.live_count,
-            dropped_lines=total_lines - fresh.index.live_count,
-            bytes_before=len(data),
-            bytes_after=len(kept),
-        ),
+    return kept, Compaction(
+        kept=len(kept_ids),
+        dropped_lines=total_lines - len(kept_ids),
+        bytes_before=len(data),
+        bytes_after=len(kept),
     )
 
 
@@ -145,10 +146,8 @@ class DiskLog:
         seen = (st.st_ino, st.st_size, st.st_mtime_ns)
         if seen == self._seen:
             return reader
-        at_anchor = os.pread(handle, len(reader.anchor), reader.anchor_start)
-        if not reader.continues(st.st_size, at_anchor):
-            reader = LogReader()
-        reader.consume(os.pread(handle, st.st_size - reader.offset, reader.offset))
+        with reader.writing():
+            reader.follow(st.st_size, lambda start, length: os.pread(handle, length, start))
         self._seen = seen
         return reader
 
@@ -157,7 +156,9 @@ class DiskLog:
             handle = os.open(self._target, os.O_RDONLY)
         except FileNotFoundError:
             self._seen = None
-            return LogReader()
+            with reader.writing():
+                reader.follow(0, lambda start, length: b"")
+            return reader
         try:
             return self._catch_up(handle, reader)
         finally:
@@ -183,27 +184,31 @@ class DiskLog:
     def _append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
         handle = self._open_locked()
         try:
-            reader = self._catch_up(handle, reader)
-            records = build(reader.index)
-            if not records:
-                return reader, records
-            data = _lines(records)
-            size = os.fstat(handle).st_size
-            if size and os.pread(handle, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a torn last line is closed, never glued to ours
-            append_whole(handle, data, size, self._path)
-            return self._catch_up(handle, reader), records
+            with reader.writing():
+                reader = self._catch_up(handle, reader)
+                records = build(reader.index)
+                if not records:
+                    return reader, records
+                data = _lines(records)
+                size = os.fstat(handle).st_size
+                if size and os.pread(handle, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # a torn last line is closed, never glued to ours
+                append_whole(handle, data, size, self._path)
+                return self._catch_up(handle, reader), records
+        except BaseException:
+            self._seen = None  # the transaction rolled back what the refresh had read
+            raise
         finally:
             os.close(handle)  # releases the lock
 
     async def append(self, reader: LogReader, build: Builder) -> tuple[LogReader, list[Record]]:
         return await anyio.to_thread.run_sync(self._append, reader, build)
 
-    def _compact(self) -> tuple[LogReader, Compaction]:
+    def _compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
         handle = self._open_locked()
         try:
             data = os.pread(handle, os.fstat(handle).st_size, 0)
-            kept, reader, report = compacted(data)
+            kept, report = compacted(data)
             temporary = self._target.with_name(f".{self._target.name}.{os.getpid()}.tmp")
             fresh = os.open(temporary, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
@@ -224,7 +229,9 @@ class DiskLog:
                     # for a REST-only process) after our read: carried over, not lost.
                     append_whole(fresh, late, len(kept), self._path)
                     os.fsync(fresh)
-                    reader.consume(late)
+                with reader.writing():
+                    reader.reset()
+                    reader.consume(kept + late)
                 st = os.fstat(fresh)
             finally:
                 os.close(fresh)
@@ -234,8 +241,8 @@ class DiskLog:
             os.close(handle)
 
     async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
-        del reader  # compaction re-reads the file under the lock
-        return await anyio.to_thread.run_sync(self._compact)
+        # Compaction re-reads the file under the lock; `reader` is rebuilt over the result.
+        return await anyio.to_thread.run_sync(self._compact, reader)
 
 
 class RestLog:
@@ -268,7 +275,7 @@ class RestLog:
     async def refresh(self, reader: LogReader) -> LogReader:
         if time.monotonic() - self._fetched_at < self._max_staleness:
             return reader
-        return catch_up(reader, await self._get())
+        return await anyio.to_thread.run_sync(catch_up, reader, await self._get())
 
     async def _post(self, records: list[Record]) -> None:
         data = _lines(records)
@@ -298,8 +305,7 @@ class RestLog:
         if records:
             await self._post(records)
             # Visible at once; the refresh that later reads these lines finds them applied.
-            for record in records:
-                reader.index.apply(record)
+            await anyio.to_thread.run_sync(_apply, reader, records)
         return reader, records
 
     async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:

@@ -115,10 +115,15 @@ def _nothing_found(recall: Recall) -> str:
     return "\n".join(lines)
 
 
+def _meaning_line(recall: Recall) -> list[str]:
+    return [f"({recall.meaning_note})"] if recall.meaning_note else []
+
+
 def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
     """The entries that fit the budget (the first always, its fields shortened if it must
     be), and the field length the first was shortened to."""
     budget = max_tokens - estimate_tokens(summary_line(recall)) - _FOOTER_TOKENS
+    budget -= sum(estimate_tokens(line) + 1 for line in _meaning_line(recall))
     shown: list[str] = []
     squeezed: int | None = None
     for memory in recall.memories:
@@ -157,13 +162,13 @@ def _left_out(recall: Recall, shown: int) -> str | None:
 
 def render_recall(recall: Recall, max_tokens: int) -> str:
     if not recall.total:
-        return _nothing_found(recall)
+        return "\n".join([_nothing_found(recall), *_meaning_line(recall)])
     entries, shown, _ = _pack(recall, max_tokens)
     lines = [summary_line(recall), *entries]
     footer = _left_out(recall, shown)
     if footer:
         lines.append(footer)
-    return "\n".join(lines)
+    return "\n".join([*lines, *_meaning_line(recall)])
 
 
 def memory_data(memory: Memory, now: datetime, max_field: int | None = None) -> dict[str, Any]:
@@ -197,6 +202,8 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
     }
     if recall.known_tags:
         data["known_tags"] = dict(recall.known_tags)
+    if recall.meaning_note:
+        data["meaning"] = recall.meaning_note
     footer = _left_out(recall, shown) if recall.total else None
     if footer:
         data["left_out"] = footer

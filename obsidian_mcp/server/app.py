@@ -1,15 +1,19 @@
 """The server's long-lived state: settings, the HTTP client, and what serves the vault (the
 vault itself, the memory store, the retriever and its caches), built once per server run."""
 
+import functools
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import anyio
 import httpx
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import ConfigurationInvalid, VaultError
+from obsidian_mcp.index.embedder import Embedder, OnnxEmbedder, default_model_files
+from obsidian_mcp.memory.cache import memory_cache_path
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
@@ -87,6 +91,26 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
     return Vault(live, disk, selection_note=note), note
 
 
+@functools.cache
+def default_embedder() -> Embedder:
+    """The local model, loaded once per process (every server and test in it shares it)."""
+    return OnnxEmbedder(default_model_files())
+
+
+def open_memory(settings: Settings, vault: Vault) -> MemoryStore:
+    """The memory store, its index cached per vault and memory file outside the vault."""
+    identity = str(settings.vault_path.resolve()) if settings.vault_path else settings.base_url
+    embedder: Callable[[], Embedder] | None = (
+        default_embedder if settings.memory_meaning else None
+    )
+    return MemoryStore(
+        vault,
+        settings.memory_path,
+        cache=memory_cache_path(settings.cache_dir, identity, settings.memory_path),
+        embedder=embedder,
+    )
+
+
 @asynccontextmanager
 async def app_lifespan(
     settings: Settings,
@@ -107,10 +131,14 @@ async def app_lifespan(
         services = (
             VaultServices(
                 vault=vault,
-                memory=MemoryStore(vault, settings.memory_path),
+                memory=open_memory(settings, vault),
                 retriever=Retriever(vault, settings),
             )
             if vault is not None
             else None
         )
-        yield AppState(settings=settings, services=services, unavailable_reason=note)
+        async with anyio.create_task_group() as background:
+            if services is not None and settings.memory_meaning:
+                background.start_soon(services.memory.keep_meaning_current)
+            yield AppState(settings=settings, services=services, unavailable_reason=note)
+            background.cancel_scope.cancel()

@@ -148,9 +148,9 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_QUERY_CHARS,
-                description="Words to rank by relevance over content, context and tags; "
-                "only memories containing at least one of them are returned. At most "
-                f"{MAX_QUERY_CHARS:,} characters.",
+                description="What you are looking for, in words or a short sentence: "
+                "memories that share a word with it (content, context, tags) or are close "
+                f"in meaning are returned, best first. At most {MAX_QUERY_CHARS:,} characters.",
             ),
         ] = None,
         time_range: Annotated[
@@ -208,8 +208,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """Recall what you saved with vault_remember in this or earlier sessions. Call it
         first, before searching the vault.
 
-        Filter by tags, words (ranked by relevance, ties by recency) and time; without a
-        query the newest come first. The reply starts with a one-line summary, then
+        Filter by tags, a query (ranked by words and meaning, ties by recency) and time;
+        without a query the newest come first. The reply starts with a one-line summary, then
         compact entries with their age and id; it says what was left out. With nothing
         found it lists the known tags to try, or use vault_semantic_query on the notes.
         """
