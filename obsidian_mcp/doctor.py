@@ -178,9 +178,10 @@ def _folder_checks(settings: Settings) -> list[Check]:
         if settings.api_key is None:
             return [Check("vault folder", "skip", "OBSIDIAN_VAULT_PATH not set")]
         return [
+            # A choice, not a fault: the tools work fully through Obsidian.
             Check(
                 "vault folder",
-                "warn",
+                "skip",
                 "OBSIDIAN_VAULT_PATH not set: Obsidian decides what a symbolic link shows "
                 "(it follows links that leave the vault), and reads fail while it is closed",
                 "set OBSIDIAN_VAULT_PATH to the vault folder to refuse links that leave it",
