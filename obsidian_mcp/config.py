@@ -102,6 +102,26 @@ class Settings(BaseSettings):
         "/smart-connections/find-similar/), answered with {path}.",
     )
 
+    index_dir: Path | None = Field(
+        default=None,
+        description="Folder of the persistent passage index (one SQLite file per vault). "
+        "Default: the user's cache folder ($XDG_CACHE_HOME/obsidian-mcp/index or "
+        "~/.cache/obsidian-mcp/index). Never inside the vault: vaults are synced.",
+    )
+    index_refresh_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=600,
+        description="How often, at most, a query lists the vault's note stats to find notes "
+        "changed outside this server: an edit in Obsidian or on disk is used by every query "
+        "that starts this many seconds after it (0: every query checks).",
+    )
+    index_embeddings: bool = Field(
+        default=True,
+        description="Rank passages by meaning with the local embedding model (vectors kept in "
+        "the passage index). false: keywords and the other semantic sources only.",
+    )
+
     @property
     def base_url(self) -> str:
         return f"{self.protocol}://{self.host}:{self.port}"

@@ -61,6 +61,8 @@ class Vault:
         self._live: Source = live if live is not None else disk  # type: ignore[assignment]
         self._disk = disk
         self.selection_note = selection_note
+        # Writes made through this vault; caches of the vault's notes re-list when it moves.
+        self.writes = 0
 
     @property
     def live(self) -> Source:
@@ -109,6 +111,10 @@ class Vault:
             # double it; Obsidian picks the change up from disk when it runs again.
             logger.warning("Obsidian is not reachable; writing to the vault folder instead")
             await operation(self._disk)
+        finally:
+            # Counted once the write is done (or failed half-way): a listing after this
+            # sees it.
+            self.writes += 1
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,25 @@ from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_VAULT = REPO_ROOT / "fixtures" / "vault"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Passage indexes go to a cache folder of this test session, never the user's; child
+    processes inherit it. Queries list the vault's stats every time unless a test says
+    otherwise, so a test that edits a note sees the edit at once."""
+    cache = tmp_path_factory.mktemp("cache")
+    saved = {name: os.environ.get(name) for name in _TEST_ENV}
+    os.environ.update({"XDG_CACHE_HOME": str(cache), "OBSIDIAN_INDEX_REFRESH_SECONDS": "0"})
+    yield cache
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+_TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS")
 
 
 @pytest.fixture

@@ -327,7 +327,8 @@ async def test_rest_cold_query_reports_progress(standin: StandinProcess, tmp_pat
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         events.append((progress, total, message))
 
-    server = build_server(rest_settings(standin, tmp_path))
+    # An index of its own: the module's other tests have indexed this vault already.
+    server = build_server(rest_settings(standin, tmp_path, index_dir=tmp_path / "index"))
     async with Client(server, raise_exceptions=True) as client:
         await client.call_tool(
             "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress

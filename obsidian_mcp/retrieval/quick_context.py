@@ -74,7 +74,8 @@ async def quick_context(
     if not topic.strip():
         raise InvalidArgument("topic is empty; name a person, place, event or idea.")
     budget = max_tokens or retriever.settings.max_tokens
-    answer, ranked, total, _ = await retriever.ranked_passages(topic, folder="", progress=progress)
+    found = await retriever.ranked_passages(topic, folder="", progress=progress)
+    ranked = found.ranked
     corpus = retriever.corpus
     retriever.links.refresh(corpus)
     resolver = retriever.links.resolver
@@ -132,8 +133,8 @@ async def quick_context(
         main.pop()
     return QuickContext(
         topic=topic,
-        source=answer.source,
-        passages_found=total,
+        source=found.source,
+        passages_found=found.total,
         files_found=len({corpus.chunk(c).path for c, _ in ranked}),
         main_files=tuple(main),
         entities=tuple(entities),

@@ -7,11 +7,11 @@ from typing import Any
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.related import Neighbour, Related
 from obsidian_mcp.retrieval.render import (
-    SOURCE_LABELS,
     passage_block,
     passage_data,
     quote,
     read_call,
+    source_text,
 )
 
 # -- find related ------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def _quick_next(context: QuickContext) -> str:
 
 
 def format_quick_context(context: QuickContext) -> str:
-    label = SOURCE_LABELS.get(context.source, context.source)
+    label = source_text(context.source)
     lines = [
         f"# {context.topic}",
         f"summary: found in {context.passages_found} passages across {context.files_found} "

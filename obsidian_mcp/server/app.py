@@ -1,15 +1,21 @@
 """The server's long-lived state: settings, the HTTP client, and what serves the vault (the
 vault itself, the memory store, the retriever and its caches), built once per server run."""
 
+import functools
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.index.embedder import Embedder, OnnxEmbedder, default_model_files
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.store import IndexStore
+from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
@@ -79,9 +85,31 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
     return Vault(live, disk, selection_note=note), note
 
 
+@functools.cache
+def load_embedder(role: Literal["query", "build"]) -> Embedder:
+    """The embedding model, one per role and process: a query never waits behind a batch of
+    the background build, and servers started in one process (tests, benchmarks) share
+    the two models instead of loading their own."""
+    del role  # only the cache key
+    return OnnxEmbedder(default_model_files())
+
+
+def open_retriever(vault: Vault, settings: Settings) -> Retriever:
+    """The retriever over the vault's persistent index; the query model starts loading in
+    the background now, so the first query finds it ready."""
+    store = IndexStore(index_path(settings))
+    if not settings.index_embeddings:
+        return Retriever(vault, settings, store, None, None)
+    query_model = EmbedderSlot(lambda: load_embedder("query"))
+    query_model.preload()
+    builder = EmbeddingBuilder(store, EmbedderSlot(lambda: load_embedder("build")))
+    return Retriever(vault, settings, store, query_model, builder)
+
+
 @asynccontextmanager
 async def app_lifespan(
-    settings: Settings, transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncGenerator[AppState, None]:
     async with build_http_client(settings, transport=transport) as http:
         vault, note = await open_vault(settings, http)
@@ -89,9 +117,13 @@ async def app_lifespan(
             VaultServices(
                 vault=vault,
                 memory=MemoryStore(vault, settings.memory_path),
-                retriever=Retriever(vault, settings),
+                retriever=open_retriever(vault, settings),
             )
             if vault is not None
             else None
         )
-        yield AppState(settings=settings, services=services, unavailable_reason=note)
+        try:
+            yield AppState(settings=settings, services=services, unavailable_reason=note)
+        finally:
+            if services is not None:
+                services.retriever.close()
