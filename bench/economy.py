@@ -47,6 +47,7 @@ from bench.harness import (
     KeywordPicker,
     Question,
     Session,
+    build_index,
     is_hit,
     median,
     percentile,
@@ -258,7 +259,9 @@ async def _ours_on_standin(
 ) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]]]:
     traces: dict[str, list[Trace]] = {}
     outcomes: dict[str, list[Outcome]] = {}
-    async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as session:
+    env = server_env(standin=standin, config_dir=config_dir)
+    build_index(env)
+    async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
         plan: list[tuple[str, Step, Sequence[Question]]] = [
@@ -298,8 +301,9 @@ async def economy(
                 "simple+note", retrieval_bench.simple_search_runner(http, picker), questions
             )
     if "semantic" in traces:
-        for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
-            async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as session:
+        envs = retrieval_bench.folder_strategies(with_env, without_env, config_dir)
+        for name, env in envs.items():
+            async with stdio_session(env) as session:
                 recorder = Recorder(session.client)
                 traces[name], outcomes[name] = await run_traced(
                     name, recorder, semantic_step(recorder), questions

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -201,11 +203,21 @@ class KeywordPicker:
 
 
 def server_env(
-    *, standin: StandinProcess | None = None, vault: Path | None = None, config_dir: Path
+    *,
+    standin: StandinProcess | None = None,
+    vault: Path | None = None,
+    config_dir: Path,
+    embeddings: bool = True,
 ) -> dict[str, str]:
     """Environment for the server: only what is given here, nothing inherited that starts
-    with ``OBSIDIAN_`` (the stdio client adds just a safe default set such as PATH)."""
-    env = {"OBSIDIAN_CONFIG_DIR": str(config_dir)}
+    with ``OBSIDIAN_`` (the stdio client adds just a safe default set such as PATH). The
+    passage index goes beside the config dir; ``embeddings=False`` ranks without meaning
+    from the local model (keywords and the plugin's sources only)."""
+    env = {
+        "OBSIDIAN_CONFIG_DIR": str(config_dir),
+        "OBSIDIAN_INDEX_DIR": str(config_dir / "index"),
+        "OBSIDIAN_INDEX_EMBEDDINGS": str(embeddings).lower(),
+    }
     if standin is not None:
         env |= {
             "OBSIDIAN_API_KEY": standin.api_key,
@@ -217,6 +229,21 @@ def server_env(
     if vault is not None:
         env["OBSIDIAN_VAULT_PATH"] = str(vault)
     return env
+
+
+def build_index(env: dict[str, str]) -> float:
+    """Build the passage index for a server environment with ``obsidian-mcp index`` (what a
+    user runs once); the seconds it took."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "obsidian_mcp", "index"],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(Path.home()), **env},
+        cwd=REPO_ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
 
 
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:

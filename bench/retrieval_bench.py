@@ -56,6 +56,7 @@ from bench.harness import (
     KeywordPicker,
     Question,
     Session,
+    build_index,
     count_tokens,
     is_hit,
     load_questions,
@@ -68,7 +69,14 @@ from bench.harness import (
 from tests.standin.process import StandinProcess
 
 SEMANTIC_TOOL = "vault_semantic_query"
-STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+note")
+STRATEGIES = (
+    "semantic",
+    "keyword",
+    "folder+meaning",
+    "folder+vectors",
+    "drill-down",
+    "simple+note",
+)
 BASELINES = ("drill-down", "simple+note")
 MAX_MAP_CALLS = 4  # a drill-down descends through at most this many folder levels
 
@@ -262,7 +270,9 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as rest:
+        rest_env = server_env(standin=standin, config_dir=config_dir)
+        build_index(rest_env)
+        async with stdio_session(rest_env) as rest:
             results["semantic"] = await run_strategy("semantic", semantic_runner(rest), questions)
             results["drill-down"] = await run_strategy(
                 "drill-down", drill_down_runner(rest, picker), questions
@@ -271,10 +281,25 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
             results["simple+note"] = await run_strategy(
                 "simple+note", simple_search_runner(http, picker), questions
             )
-    for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
-        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
+    for name, env in folder_strategies(with_env, without_env, config_dir).items():
+        async with stdio_session(env) as folder:
             results[name] = await run_strategy(name, semantic_runner(folder), questions)
     return results
+
+
+def folder_strategies(
+    with_env: Path, without_env: Path, config_dir: Path
+) -> dict[str, dict[str, str]]:
+    """The folder-only strategies' server environments, their passage indexes built:
+    keywords alone; the local index; the local index beside Smart Connections' vectors."""
+    envs = {
+        "keyword": server_env(vault=without_env, config_dir=config_dir, embeddings=False),
+        "folder+meaning": server_env(vault=without_env, config_dir=config_dir),
+        "folder+vectors": server_env(vault=with_env, config_dir=config_dir),
+    }
+    for env in envs.values():
+        build_index(env)
+    return envs
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Command line: serve (stdio MCP), call one tool, doctor, trust.
+"""Command line: serve (stdio MCP), call one tool, index, doctor, trust.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -19,6 +19,8 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.server import build_server
+from obsidian_mcp.server.app import open_retriever, open_vault
+from obsidian_mcp.sources.rest import build_http_client
 
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
@@ -52,6 +54,47 @@ async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> 
         if isinstance(block, TextContent):
             print(block.text)
     return 1 if result.is_error else 0
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn in place; a finished phase (reading
+    notes, then embedding passages) keeps its line."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self._width = 0
+
+    async def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        fraction = min(done / total, 1.0) if total else 1.0
+        filled = round(self.WIDTH * fraction)
+        line = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {message or ''}"
+        sys.stderr.write("\r" + line.ljust(self._width))
+        self._width = len(line)
+        if fraction >= 1.0:
+            sys.stderr.write("\n")
+            self._width = 0
+        sys.stderr.flush()
+
+
+async def _index(settings: Settings) -> int:
+    async with build_http_client(settings) as http:
+        vault, note = await open_vault(settings, http)
+        if vault is None:
+            print(f"No vault to index: {note}", file=sys.stderr)
+            return 1
+        retriever = open_retriever(vault, settings)
+        try:
+            await retriever.build_index(ProgressBar())
+            status = retriever.index_status()
+        finally:
+            retriever.close()
+    print(
+        f"passage index {status['path']}: {status['notes']} notes, {status['passages']} "
+        f"passages, {status['embedded_passages']} with vectors ({status['model']}), "
+        f"{int(str(status['bytes_on_disk'])) / 1e6:.1f} MB"
+    )
+    return 0
 
 
 async def _doctor(settings: Settings) -> int:
@@ -88,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument(
         "arguments", nargs="*", help="key=value (values parsed as JSON if they can be)"
     )
+    index = commands.add_parser(
+        "index", help="build or refresh the vault's passage index, with a progress bar"
+    )
+    index.add_argument("--vault", type=Path, help=vault_help)
     doctor = commands.add_parser("doctor", help="check the configuration, one line per check")
     doctor.add_argument("--vault", type=Path, help=vault_help)
     trust = commands.add_parser("trust", help="download and store the plugin's certificate")
@@ -105,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command == "call":
         code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments))
+    elif args.command == "index":
+        code = anyio.run(_index, settings)
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
     else:

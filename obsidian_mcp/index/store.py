@@ -366,6 +366,18 @@ class IndexStore:
             ).fetchall()
         return [(digest, text) for digest, text in rows]
 
+    def count_unembedded(self, model: str) -> int:
+        """Distinct passage texts with no vector of `model` yet."""
+        with self._lock:
+            return int(
+                self._db.execute(
+                    "SELECT count(DISTINCT p.text_hash) FROM passages p "
+                    "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = p.text_hash "
+                    "WHERE v.seq IS NULL",
+                    (model,),
+                ).fetchone()[0]
+            )
+
     def put_vectors(self, model: str, hashes: Sequence[str], vectors: Matrix) -> None:
         rows = [
             (model, digest, vectors[i].astype(np.float32).tobytes())

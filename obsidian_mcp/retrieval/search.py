@@ -8,7 +8,9 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+import anyio.from_thread
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
@@ -327,6 +329,54 @@ class Retriever:
             self._vectors = PassageVectors(embedder.model_id, embedder.dims)
         await anyio.to_thread.run_sync(self._vectors.refresh, self.corpus.store)
         return self._vectors
+
+    async def build_index(self, progress: ProgressCallback | None = None) -> None:
+        """Bring the whole index up to date now: read what changed, then embed every passage
+        without a vector (what the background build would do, in the foreground)."""
+        await self.corpus.sync(read_all=True, progress=progress)
+        if self.builder is None or self.embedder is None:
+            return
+        embedder = await anyio.to_thread.run_sync(self.embedder.get)
+        store = self.corpus.store
+        total = await anyio.to_thread.run_sync(store.count_unembedded, embedder.model_id)
+        done = 0
+
+        def on_batch(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                report = progress  # narrowed for the closure below
+                message = f"embedded {done:,} of {total:,} passages"
+
+                async def notify() -> None:
+                    await report(done, total, message)
+
+                anyio.from_thread.run(notify)
+
+        builder = self.builder
+        await anyio.to_thread.run_sync(lambda: builder.run_until_done(on_batch))
+
+    def index_status(self) -> dict[str, object]:
+        """What `obsidian://status` says of the passage index."""
+        stats = self.corpus.store.stats()
+        updated = stats.last_updated
+        status: dict[str, object] = {
+            "path": stats.path,
+            "notes": stats.notes,
+            "passages": stats.passages,
+            "embedded_passages": stats.embedded_passages,
+            "model": stats.model,
+            "bytes_on_disk": stats.bytes_on_disk,
+            "last_updated": None
+            if updated is None
+            else datetime.fromtimestamp(updated, UTC).isoformat(timespec="seconds"),
+            "meaning": "off (OBSIDIAN_INDEX_EMBEDDINGS=false)"
+            if self.builder is None
+            else "building" if self.builder.running else "idle",
+        }
+        if self.builder is not None and self.builder.failure:
+            status["build_failure"] = self.builder.failure
+        return status
 
     def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
         notes = embedded_notes = passages = embedded_passages = 0
