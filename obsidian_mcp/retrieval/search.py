@@ -273,13 +273,15 @@ class RankedPassages:
 
 def source_label(answer: SemanticAnswer, dense: DenseRanking | None) -> tuple[str, str]:
     """The sources as the response names them: the local index beside (or instead of) the
-    semantic source, and how far its build has got."""
-    if dense is None or not dense.ranking:
+    semantic source once it has vectors, and how far its build has got until it is done."""
+    if dense is None:
         return answer.source, answer.note
-    source = (
-        "local-index" if answer.source == "lexical-fallback" else f"{answer.source}+local-index"
-    )
-    return source, "; ".join(n for n in (answer.note, dense.progress) if n)
+    note = "; ".join(n for n in (answer.note, dense.progress) if n)
+    if not dense.ranking:
+        return answer.source, note
+    if answer.source == "lexical-fallback":
+        return "local-index", note
+    return f"{answer.source}+local-index", note
 
 
 def query_terms(query: str) -> list[str]:
