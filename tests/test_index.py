@@ -238,7 +238,7 @@ async def test_a_rest_put_is_used_by_the_next_query(
                 await http.delete("/vault/Places/Pelican Light.md")
 
 
-def _server(settings: Settings):  # noqa: ANN202 - the SDK's server type
+def _server(settings: Settings):
     from obsidian_mcp.server import build_server
 
     return build_server(settings)
