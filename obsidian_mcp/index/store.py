@@ -3,8 +3,9 @@
 
 It holds what a new server process needs to answer without reading a note: each note's
 stat, content hash, text and the terms that name it; its passages (heading path, span,
-index terms, the text that was embedded); and passage vectors keyed by the hash of that
-text, so an unchanged passage is never embedded twice, whichever note it moves to.
+index terms); the texts embedded for each passage (a few sentences each, see
+`obsidian_mcp.retrieval.corpus.WINDOW_CHARS`); and vectors keyed by the hash of such a
+text, so an unchanged text is never embedded twice, whichever note it moves to.
 
 Several server processes share one file: WAL (readers never wait for the writer), a busy
 timeout, and every write in `BEGIN IMMEDIATE` (one writer at a time, taken up front so two
@@ -43,7 +44,7 @@ Matrix = npt.NDArray[np.float32]
 BUSY_TIMEOUT_MS = 10_000
 
 _MIGRATIONS: tuple[str, ...] = (
-    # 0 -> 1: notes, passages, passage vectors.
+    # 0 -> 1: notes, passages, their embedded texts, vectors.
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE notes (
@@ -63,12 +64,16 @@ _MIGRATIONS: tuple[str, ...] = (
         start INTEGER NOT NULL,
         "end" INTEGER NOT NULL,
         terms TEXT NOT NULL,
-        heading_terms TEXT NOT NULL,
-        text TEXT NOT NULL,
-        text_hash TEXT NOT NULL
+        heading_terms TEXT NOT NULL
     );
     CREATE INDEX passages_by_path ON passages(path);
-    CREATE INDEX passages_by_text ON passages(text_hash);
+    CREATE TABLE passage_texts (
+        passage_id INTEGER NOT NULL REFERENCES passages(id) ON DELETE CASCADE,
+        text_hash TEXT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX passage_texts_by_passage ON passage_texts(passage_id);
+    CREATE INDEX passage_texts_by_hash ON passage_texts(text_hash);
     CREATE TABLE passage_vectors (
         seq INTEGER PRIMARY KEY,
         model TEXT NOT NULL,
@@ -116,8 +121,8 @@ class PassageRow:
     end: int
     terms: tuple[str, ...]
     heading_terms: tuple[str, ...]
-    # What the embedding model sees: the heading path and the passage as a reader reads it.
-    text: str
+    # What the embedding model sees: a few sentences each, with where they sit.
+    texts: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +145,7 @@ class StoredPassage:
     end: int
     terms: tuple[str, ...]
     heading_terms: tuple[str, ...]
-    text_hash: str
+    text_hashes: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +168,16 @@ class IndexStats:
     model: str | None
     bytes_on_disk: int
     last_updated: float | None
+
+
+_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks "
+# A passage with the hashes of its texts, in order.
+_PASSAGE_COLUMNS = (
+    'SELECT p.id, p.path, p.section, p.start, p."end", p.terms, p.heading_terms, '
+    "(SELECT group_concat(t.text_hash, ',') FROM passage_texts t WHERE t.passage_id = p.id) "
+    "FROM passages p "
+)
+_PASSAGE_ORDER = "ORDER BY p.id"
 
 
 class IndexStore:
@@ -198,7 +213,7 @@ class IndexStore:
                         db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # Touch every table: a truncated or overwritten file fails here, not mid-query.
-        for table in ("meta", "notes", "passages", "passage_vectors"):
+        for table in ("meta", "notes", "passages", "passage_texts", "passage_vectors"):
             db.execute(f"SELECT count(*) FROM {table}").fetchone()
 
     def _open_or_rebuild(self) -> sqlite3.Connection:
@@ -261,10 +276,9 @@ class IndexStore:
                 )
                 passages: list[StoredPassage] = []
                 for passage in note.passages:
-                    digest = text_hash(passage.text)
                     cursor = db.execute(
                         'INSERT INTO passages (path, section, start, "end", terms, '
-                        "heading_terms, text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        "heading_terms) VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             note.path,
                             json.dumps(passage.section),
@@ -272,20 +286,27 @@ class IndexStore:
                             passage.end,
                             " ".join(passage.terms),
                             " ".join(passage.heading_terms),
-                            passage.text,
-                            digest,
                         ),
+                    )
+                    passage_id = int(cursor.lastrowid or 0)
+                    digests = tuple(text_hash(text) for text in passage.texts)
+                    db.executemany(
+                        "INSERT INTO passage_texts VALUES (?, ?, ?)",
+                        [
+                            (passage_id, digest, text)
+                            for digest, text in zip(digests, passage.texts, strict=True)
+                        ],
                     )
                     passages.append(
                         StoredPassage(
-                            int(cursor.lastrowid or 0),
+                            passage_id,
                             note.path,
                             passage.section,
                             passage.start,
                             passage.end,
                             passage.terms,
                             passage.heading_terms,
-                            digest,
+                            digests,
                         )
                     )
                 stored[note.path] = tuple(passages)
@@ -299,29 +320,20 @@ class IndexStore:
         """Stored notes with their passages: all of them, or those of `paths`."""
         with self._lock:
             if paths is None:
-                note_rows = self._db.execute(
-                    "SELECT path, mtime_ms, size, content, label_terms, backlinks FROM notes"
-                ).fetchall()
-                passage_rows = self._db.execute(
-                    'SELECT id, path, section, start, "end", terms, heading_terms, text_hash '
-                    "FROM passages ORDER BY id"
-                ).fetchall()
+                note_rows = self._db.execute(_NOTE_COLUMNS + "FROM notes").fetchall()
+                passage_rows = self._db.execute(_PASSAGE_COLUMNS + _PASSAGE_ORDER).fetchall()
             else:
                 note_rows: list[Any] = []
                 passage_rows: list[Any] = []
                 for path in paths:
                     note_rows += self._db.execute(
-                        "SELECT path, mtime_ms, size, content, label_terms, backlinks "
-                        "FROM notes WHERE path = ?",
-                        (path,),
+                        _NOTE_COLUMNS + "FROM notes WHERE path = ?", (path,)
                     ).fetchall()
                     passage_rows += self._db.execute(
-                        'SELECT id, path, section, start, "end", terms, heading_terms, '
-                        "text_hash FROM passages WHERE path = ? ORDER BY id",
-                        (path,),
+                        _PASSAGE_COLUMNS + "WHERE p.path = ? " + _PASSAGE_ORDER, (path,)
                     ).fetchall()
         by_note: dict[str, list[StoredPassage]] = {}
-        for pid, path, section, start, end, terms, heading_terms, digest in passage_rows:
+        for pid, path, section, start, end, terms, heading_terms, digests in passage_rows:
             by_note.setdefault(path, []).append(
                 StoredPassage(
                     pid,
@@ -331,7 +343,7 @@ class IndexStore:
                     end,
                     tuple(terms.split()),
                     tuple(heading_terms.split()),
-                    digest,
+                    tuple(digests.split(",")) if digests else (),
                 )
             )
         return {
@@ -359,9 +371,9 @@ class IndexStore:
         """(text hash, text) of up to `limit` distinct passage texts with no vector yet."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT p.text_hash, min(p.text) FROM passages p "
-                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = p.text_hash "
-                "WHERE v.seq IS NULL GROUP BY p.text_hash LIMIT ?",
+                "SELECT t.text_hash, min(t.text) FROM passage_texts t "
+                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                "WHERE v.seq IS NULL GROUP BY t.text_hash LIMIT ?",
                 (model, limit),
             ).fetchall()
         return [(digest, text) for digest, text in rows]
@@ -371,8 +383,8 @@ class IndexStore:
         with self._lock:
             return int(
                 self._db.execute(
-                    "SELECT count(DISTINCT p.text_hash) FROM passages p "
-                    "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = p.text_hash "
+                    "SELECT count(DISTINCT t.text_hash) FROM passage_texts t "
+                    "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
                     "WHERE v.seq IS NULL",
                     (model,),
                 ).fetchone()[0]
@@ -418,9 +430,11 @@ class IndexStore:
             passages = self._db.execute("SELECT count(*) FROM passages").fetchone()[0]
             model_row = self._db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
             model = model_row[0] if model_row else None
-            embedded = self._db.execute(
-                "SELECT count(*) FROM passages p JOIN passage_vectors v "
-                "ON v.text_hash = p.text_hash AND v.model = ?",
+            # A passage counts as embedded when every one of its texts has a vector.
+            embedded = passages - self._db.execute(
+                "SELECT count(DISTINCT t.passage_id) FROM passage_texts t "
+                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                "WHERE v.seq IS NULL",
                 (model or "",),
             ).fetchone()[0]
         size = sum(

@@ -35,6 +35,11 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 # size, long ones are cut into runs of whole sentences of at most this size. Big enough
 # to hold an answer with its context, small enough that five of them fit a 1,000-token reply.
 PASSAGE_CHARS = 480
+# Most characters of one embedded text (a run of whole sentences of a passage). Measured
+# on bench/questions.jsonl over fixtures/vault, paraphrase questions whose answer is among
+# the top 3 passages by meaning: 4 of 11 with one vector per passage (480 characters),
+# 9 of 11 with runs of 200 characters and the folder path in the prefix.
+WINDOW_CHARS = 200
 # Notes read at once on a cold build; enough to hide REST latency, few enough not to
 # swamp Obsidian.
 _READ_CONCURRENCY = 16
@@ -52,14 +57,14 @@ NAME_WEIGHT = 0.5
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A passage of a note: `content[start:end]` under the heading path `section`; its id is
-    the index's, and `text_hash` names the text its vector was made from."""
+    the index's, and `text_hashes` name the texts embedded for it (see `embedding_texts`)."""
 
     id: int
     path: str
     section: tuple[str, ...]
     start: int
     end: int
-    text_hash: str
+    text_hashes: tuple[str, ...]
 
 
 class NoteRecord:
@@ -97,13 +102,13 @@ class NoteRecord:
         return self.content[start:end]
 
 
-def _sentence_runs(content: str, start: int, end: int) -> list[tuple[int, int]]:
-    """`content[start:end]` as runs of whole sentences of at most PASSAGE_CHARS (a single
-    longer sentence stays whole)."""
+def sentence_runs(content: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """`content[start:end]` as runs of whole sentences of at most `limit` characters (a
+    single longer sentence stays whole)."""
     runs: list[tuple[int, int]] = []
     for sentence_start, sentence_end in sentence_spans(content[start:end]):
         absolute = (start + sentence_start, start + sentence_end)
-        if runs and absolute[1] - runs[-1][0] <= PASSAGE_CHARS:
+        if runs and absolute[1] - runs[-1][0] <= limit:
             runs[-1] = (runs[-1][0], absolute[1])
         else:
             runs.append(absolute)
@@ -115,7 +120,7 @@ def passage_spans(parsed: ParsedNote) -> list[tuple[int, int, int]]:
     spans: list[tuple[int, int, int]] = []
     for paragraph in parsed.paragraphs:
         pieces = (
-            _sentence_runs(parsed.content, paragraph.start, paragraph.end)
+            sentence_runs(parsed.content, paragraph.start, paragraph.end, PASSAGE_CHARS)
             if paragraph.end - paragraph.start > PASSAGE_CHARS
             else [(paragraph.start, paragraph.end)]
         )
@@ -137,11 +142,18 @@ def note_label_terms(parsed: ParsedNote) -> list[str]:
     return terms(" ".join([parsed.title, name, *parsed.aliases, *parsed.tags]))
 
 
-def embedding_text(parsed: ParsedNote, section: tuple[str, ...], start: int, end: int) -> str:
-    """What the model embeds for a passage: where it sits (title and headings, the title
-    once) and its text as a reader reads it."""
-    where = section if section[:1] == (parsed.title,) else (parsed.title, *section)
-    return " > ".join(where) + "\n" + plain_text(parsed.content[start:end])
+def embedding_texts(
+    parsed: ParsedNote, section: tuple[str, ...], start: int, end: int
+) -> tuple[str, ...]:
+    """What the model embeds for a passage: its sentences in runs of at most WINDOW_CHARS,
+    each led by where it sits (folders, title, headings). A passage's meaning score is its
+    best run's: a question is usually answered by a sentence or two, and one vector for a
+    whole passage blurs that sentence with its neighbours."""
+    folders = tuple(parsed.path.split("/")[:-1])
+    headings = section[1:] if section[:1] == (parsed.title,) else section
+    where = " > ".join((*folders, parsed.title, *headings)) + "\n"
+    runs = sentence_runs(parsed.content, start, end, WINDOW_CHARS)
+    return tuple(where + plain_text(parsed.content[a:b]) for a, b in runs) or (where,)
 
 
 def cut_note(
@@ -160,7 +172,7 @@ def cut_note(
                 # What a reader sees: link text, not block ids or link anchors.
                 terms=tuple(terms(plain_text(content[start:end]))),
                 heading_terms=tuple(set(terms(" ".join(section)))),
-                text=embedding_text(parsed, section, start, end),
+                texts=embedding_texts(parsed, section, start, end),
             )
         )
     row = NoteRow(
@@ -228,7 +240,7 @@ class Corpus:
         return self._chunk_terms[chunk_id]
 
     def chunks_of_text(self, digest: str) -> set[int]:
-        """The passages whose embedded text has this hash (the same text may recur)."""
+        """The passages one of whose embedded texts has this hash (a text may recur)."""
         return self._by_text.get(digest, set())
 
     def record(self, path: str) -> NoteRecord | None:
@@ -249,10 +261,11 @@ class Corpus:
                 chunk_ids.discard(chunk.id)
                 if not chunk_ids:
                     del self._heading_postings[term]
-            same_text = self._by_text[chunk.text_hash]
-            same_text.discard(chunk.id)
-            if not same_text:
-                del self._by_text[chunk.text_hash]
+            for digest in chunk.text_hashes:
+                same_text = self._by_text[digest]
+                same_text.discard(chunk.id)
+                if not same_text:
+                    del self._by_text[digest]
             del self._chunks[chunk.id]
         self.generation += 1
 
@@ -266,7 +279,7 @@ class Corpus:
         chunks: list[Chunk] = []
         for passage in stored.passages:
             chunk = Chunk(
-                passage.id, path, passage.section, passage.start, passage.end, passage.text_hash
+                passage.id, path, passage.section, passage.start, passage.end, passage.text_hashes
             )
             chunk_terms = list(passage.terms)
             self._index.add(chunk.id, chunk_terms)
@@ -275,7 +288,8 @@ class Corpus:
             self._heading_terms[chunk.id] = heading_terms
             for term in heading_terms:
                 self._heading_postings.setdefault(term, set()).add(chunk.id)
-            self._by_text.setdefault(chunk.text_hash, set()).add(chunk.id)
+            for digest in chunk.text_hashes:
+                self._by_text.setdefault(digest, set()).add(chunk.id)
             self._chunks[chunk.id] = chunk
             chunks.append(chunk)
         self._notes[path] = NoteRecord(

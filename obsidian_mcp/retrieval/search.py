@@ -383,7 +383,9 @@ class Retriever:
     def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
         notes = embedded_notes = passages = embedded_passages = 0
         for record in self.corpus.records():
-            done = sum(1 for chunk in record.chunks if chunk.text_hash in vectors)
+            done = sum(
+                1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes)
+            )
             notes += 1
             embedded_notes += done == len(record.chunks)
             passages += len(record.chunks)
@@ -459,9 +461,10 @@ class Retriever:
 
         def pick(record: NoteRecord, inside: list[Chunk]) -> dict[int, float]:
             if dense is not None and vectors is not None:
-                near = vectors.similarity(dense.query, (c.text_hash for c in inside))
-                if len(near) == len({c.text_hash for c in inside}):
-                    return {c.id: near[c.text_hash] for c in inside}
+                wanted = {d for c in inside for d in c.text_hashes}
+                near = vectors.similarity(dense.query, wanted)
+                if len(near) == len(wanted):
+                    return {c.id: max(near[d] for d in c.text_hashes) for c in inside}
             scores = local_scores(
                 [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
             )
