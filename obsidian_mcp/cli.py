@@ -22,6 +22,7 @@ from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 
+_MEANING_TOOLS = frozenset({"vault_semantic_query", "vault_quick_context"})
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 
@@ -48,6 +49,15 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
 
 
 async def _call(settings: Settings, tool: str, arguments: dict[str, object]) -> int:
+    # One call is the whole life of this server, too short for the background build: a tool
+    # that ranks by meaning brings the index up to date first (with a progress bar, once;
+    # later calls find it done).
+    if (
+        tool in _MEANING_TOOLS
+        and settings.index_embeddings
+        and await _refresh_index(settings) is None
+    ):
+        return 1
     async with Client(build_server(settings)) as client:
         result = await client.call_tool(tool, arguments)
     for block in result.content:
@@ -77,18 +87,26 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-async def _index(settings: Settings) -> int:
+async def _refresh_index(settings: Settings) -> dict[str, object] | None:
+    """Bring the vault's passage index up to date, with a progress bar on stderr; its
+    status, or None (with the reason on stderr) when no vault is configured."""
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
             print(f"No vault to index: {note}", file=sys.stderr)
-            return 1
+            return None
         retriever = open_retriever(vault, settings)
         try:
             await retriever.build_index(ProgressBar())
-            status = retriever.index_status()
+            return retriever.index_status()
         finally:
             retriever.close()
+
+
+async def _index(settings: Settings) -> int:
+    status = await _refresh_index(settings)
+    if status is None:
+        return 1
     print(
         f"passage index {status['path']}: {status['notes']} notes, {status['passages']} "
         f"passages, {status['embedded_passages']} with vectors ({status['model']}), "
@@ -125,7 +143,11 @@ def _parser() -> argparse.ArgumentParser:
     vault_help = "the vault folder (overrides OBSIDIAN_VAULT_PATH)"
     serve = commands.add_parser("serve", help="run the MCP server on stdio")
     serve.add_argument("--vault", type=Path, help=vault_help)
-    call = commands.add_parser("call", help="run one tool and print what the model sees")
+    call = commands.add_parser(
+        "call",
+        help="run one tool and print what the model sees (for the tools that rank by "
+        "meaning, the passage index is brought up to date first)",
+    )
     call.add_argument("--vault", type=Path, help=vault_help)
     call.add_argument("tool", help="tool name, e.g. vault_semantic_query")
     call.add_argument(

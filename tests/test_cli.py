@@ -74,3 +74,34 @@ def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_pa
     assert "[FAIL] API key accepted" in done.stdout
     assert "Settings > Local REST API" in done.stdout
     assert "not-the-key" not in done.stdout + done.stderr
+
+
+def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Ferry.md").write_text(
+        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun "
+        "has set.\n"
+    )
+    (vault / "Garden.md").write_text(
+        "# The Garden\n\nTomatoes grow against the south wall, where the bricks hold heat.\n"
+    )
+    env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path)}
+    before = run_cli("doctor", "--vault", str(vault), env=env)
+    assert "passage index: not built yet" in before.stdout
+    asked = run_cli(
+        "call",
+        "--vault",
+        str(vault),
+        "vault_semantic_query",
+        "query=Which boatman won't take passengers over the water at night?",
+        "limit=1",
+        env=env,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert "local passage index" in asked.stdout.splitlines()[0]
+    assert "## Ferry.md" in asked.stdout
+    assert "embedded 2 of 2" in asked.stderr  # the progress bar of the build it ran first
+    after = run_cli("doctor", "--vault", str(vault), env=env)
+    assert "[ok  ] passage index:" in after.stdout
+    assert "2 notes, 2 passages, 2 with vectors (all-MiniLM-L6-v2)" in after.stdout

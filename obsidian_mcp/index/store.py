@@ -30,7 +30,7 @@ from collections.abc import Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ import numpy.typing as npt
 logger = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
+P = TypeVar("P")
 
 # How long a writer waits for another process's transaction before giving up; a batch of
 # embeddings commits in well under a second, so this only trips on a hung process.
@@ -126,17 +127,6 @@ class PassageRow:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteRow:
-    path: str
-    mtime_ms: int
-    size: int
-    content: str
-    label_terms: tuple[str, ...]
-    backlinks: tuple[str, ...] | None
-    passages: tuple[PassageRow, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class StoredPassage:
     id: int
     path: str
@@ -149,14 +139,21 @@ class StoredPassage:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredNote:
+class Note(Generic[P]):
+    """A note as the index keeps it: with its passages as cut (`PassageRow`, to store) or
+    as stored (`StoredPassage`, with ids and text hashes)."""
+
     path: str
     mtime_ms: int
     size: int
     content: str
     label_terms: tuple[str, ...]
     backlinks: tuple[str, ...] | None
-    passages: tuple[StoredPassage, ...]
+    passages: tuple[P, ...]
+
+
+NoteRow = Note[PassageRow]
+StoredNote = Note[StoredPassage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +344,7 @@ class IndexStore:
                 )
             )
         return {
-            path: StoredNote(
+            path: Note(
                 path,
                 mtime_ms,
                 size,

@@ -84,10 +84,18 @@ class EmbedderSlot:
         self._load = load
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None
+        self._preloading: threading.Thread | None = None
 
     def preload(self) -> None:
         """Start loading the model in a background thread."""
-        threading.Thread(target=self.get, name="embedding-model", daemon=True).start()
+        self._preloading = threading.Thread(target=self.get, name="embedding-model", daemon=True)
+        self._preloading.start()
+
+    def settle(self) -> None:
+        """Wait for a load under way: a process must not exit while ONNX Runtime is loading
+        in another thread (its C++ runtime aborts the process)."""
+        if self._preloading is not None:
+            self._preloading.join()
 
     def get(self) -> Embedder:
         """The model, loaded now if needed (blocking: call it from a worker thread)."""
@@ -143,9 +151,10 @@ class EmbeddingBuilder:
                 on_batch(len(pending))
         return done
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the batch in hand (its vectors are kept)."""
+    def stop(self) -> None:
+        """Stop after the batch in hand (its vectors are kept). Waits for it: a process must
+        not exit while ONNX Runtime runs in another thread (its C++ runtime aborts)."""
         self._stop.set()
         thread = self._thread
         if thread is not None:
-            thread.join(timeout)
+            thread.join()

@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from obsidian_mcp.errors import NoteNotFound, NotText, PathRefused
-from obsidian_mcp.index.store import IndexStore, NoteRow, PassageRow, StoredNote
+from obsidian_mcp.index.store import IndexStore, Note, NoteRow, PassageRow, StoredNote
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
 from obsidian_mcp.text.markdown import ParsedNote, parse_note, plain_text
@@ -175,7 +175,7 @@ def cut_note(
                 texts=embedding_texts(parsed, section, start, end),
             )
         )
-    row = NoteRow(
+    row = Note(
         path=stat.path,
         mtime_ms=stat.mtime_ms,
         size=stat.size,
@@ -345,7 +345,7 @@ class Corpus:
         for row, parsed, stat in read:
             passages = stored[row.path]
             self._install(
-                StoredNote(
+                Note(
                     row.path,
                     row.mtime_ms,
                     row.size,

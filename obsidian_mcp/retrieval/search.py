@@ -319,6 +319,8 @@ class Retriever:
         """Stop the background build after its batch in hand, and close the index."""
         if self.builder is not None:
             self.builder.stop()
+        if self.embedder is not None:
+            self.embedder.settle()
         self.corpus.store.close()
 
     async def passage_vectors(self) -> PassageVectors | None:
