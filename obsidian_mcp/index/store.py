@@ -365,12 +365,14 @@ class IndexStore:
     # -- vectors -----------------------------------------------------------------------------
 
     def unembedded(self, model: str, limit: int) -> list[tuple[str, str]]:
-        """(text hash, text) of up to `limit` distinct passage texts with no vector yet."""
+        """(text hash, text) of up to `limit` distinct passage texts with no vector yet, in
+        the order their notes were stored, so that notes are done one after another and a
+        half-built index is complete for some notes rather than partial for all."""
         with self._lock:
             rows = self._db.execute(
                 "SELECT t.text_hash, min(t.text) FROM passage_texts t "
                 "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
-                "WHERE v.seq IS NULL GROUP BY t.text_hash LIMIT ?",
+                "WHERE v.seq IS NULL GROUP BY t.text_hash ORDER BY min(t.passage_id) LIMIT ?",
                 (model, limit),
             ).fetchall()
         return [(digest, text) for digest, text in rows]

@@ -19,10 +19,10 @@ from obsidian_mcp.index.store import IndexStore
 
 logger = logging.getLogger(__name__)
 
-# Passage texts embedded and committed together. At ~30 passages per second on one thread
-# (all-MiniLM-L6-v2 int8 on this 2-core machine), a batch commits about once a second, so
-# a query sees new vectors soon and a stopped build loses little.
-BUILD_BATCH = 32
+# Texts embedded and committed together. Queries share the model with the build and wait
+# for the batch in hand: at 20-40 short texts per second on one thread (all-MiniLM-L6-v2
+# int8 on this 2-core machine), 16 texts keep that wait under about half a second.
+BUILD_BATCH = 16
 
 
 class PassageVectors:

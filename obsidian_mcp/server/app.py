@@ -6,7 +6,6 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
 
 import httpx
 
@@ -86,24 +85,23 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
 
 
 @functools.cache
-def load_embedder(role: Literal["query", "build"]) -> Embedder:
-    """The embedding model, one per role and process: a query never waits behind a batch of
-    the background build, and servers started in one process (tests, benchmarks) share
-    the two models instead of loading their own."""
-    del role  # only the cache key
+def load_embedder() -> Embedder:
+    """The embedding model, once per process: queries and the background build share it
+    (a second ONNX session costs ~200 MB of resident memory; a query waits at most for
+    the build's batch in hand), and so do servers started in one process (tests,
+    benchmarks)."""
     return OnnxEmbedder(default_model_files())
 
 
 def open_retriever(vault: Vault, settings: Settings) -> Retriever:
-    """The retriever over the vault's persistent index; the query model starts loading in
-    the background now, so the first query finds it ready."""
+    """The retriever over the vault's persistent index; the model starts loading in the
+    background now, so the first query finds it ready."""
     store = IndexStore(index_path(settings))
     if not settings.index_embeddings:
         return Retriever(vault, settings, store, None, None)
-    query_model = EmbedderSlot(lambda: load_embedder("query"))
-    query_model.preload()
-    builder = EmbeddingBuilder(store, EmbedderSlot(lambda: load_embedder("build")))
-    return Retriever(vault, settings, store, query_model, builder)
+    model = EmbedderSlot(load_embedder)
+    model.preload()
+    return Retriever(vault, settings, store, model, EmbeddingBuilder(store, model))
 
 
 @asynccontextmanager
