@@ -20,9 +20,10 @@ from obsidian_mcp.index.store import IndexStore
 logger = logging.getLogger(__name__)
 
 # Texts embedded and committed together. Queries share the model with the build and wait
-# for the batch in hand: at 20-40 short texts per second on one thread (all-MiniLM-L6-v2
-# int8 on this 2-core machine), 16 texts keep that wait under about half a second.
-BUILD_BATCH = 16
+# for the batch in hand: with 16, the warm query median during a build was 850 ms on this
+# 2-core machine under load (python -m bench.index_bench, 1,000 notes); texts are short
+# runs of sentences, so smaller batches cost little throughput and bound that wait.
+BUILD_BATCH = 4
 
 
 class PassageVectors:

@@ -81,7 +81,7 @@ async def quick_context(
     resolver = retriever.links.resolver
     weighted = retriever.weighted_terms(topic)
 
-    top = ranked[0][1] if ranked else 1.0
+    top = found.top_score
     hits: list[PassageHit] = []
     for chunk_id, score in ranked[:_DEPTH]:
         chunk = corpus.chunk(chunk_id)

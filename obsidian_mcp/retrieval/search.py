@@ -52,6 +52,7 @@ _SEMANTIC_DEPTH = 20
 # the keywords: a first step, measured on bench/questions.jsonl (issue 9 tunes it).
 _DENSE_DEPTH = 20
 _DENSE_WEIGHT = 1.0
+_DENSE_SEATS = 3
 # Keyword hits whose stored vectors form the feedback query (stored-vector source).
 _SEED_COUNT = 5
 # Weight of the semantic ranking against the keyword ranking in the fusion, per source:
@@ -269,6 +270,12 @@ class RankedPassages:
     ranked: list[tuple[int, float]]
     total: int
     whole_blocks: dict[int, tuple[int, int]]
+
+    @property
+    def top_score(self) -> float:
+        """What scores are shown relative to: the best fused score (seated passages come
+        first, so it need not be the first one's)."""
+        return max((score for _, score in self.ranked), default=1.0)
 
 
 def source_label(answer: SemanticAnswer, dense: DenseRanking | None) -> tuple[str, str]:
@@ -545,7 +552,7 @@ class Retriever:
         seats = [keyword_ranking[:_SEATS]]
         if _SEMANTIC_WEIGHT.get(answer.source, 0.0) >= 1.0:
             seats.append(semantic_ranking[:_SEMANTIC_SEATS])
-        seats.append(dense_ranking[:_SEMANTIC_SEATS])
+        seats.append(dense_ranking[:_DENSE_SEATS])
         ranked = seated(fused, seats)
         total = len(in_scope.keys() | set(semantic_ranking) | set(dense_ranking))
         source, note = source_label(answer, dense)
@@ -567,7 +574,7 @@ class Retriever:
         budget = max_tokens or self.settings.max_tokens
         found = await self.ranked_passages(query, folder=scope, progress=progress)
         ranked, whole_blocks = found.ranked, found.whole_blocks
-        top = ranked[0][1] if ranked else 1.0
+        top = found.top_score
         weighted = self.weighted_terms(query)
         hits: list[PassageHit] = []
         spans: dict[str, list[tuple[int, int]]] = {}
