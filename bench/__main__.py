@@ -48,11 +48,16 @@ class Plan:
     memory_sizes: tuple[int, ...]
     memory_runs: int
     overhead_rounds: int
+    # Meaning from the local model in the quality runs (the quick run skips building the
+    # passage indexes it needs; python -m bench.index_bench measures the index itself).
+    embeddings: bool
 
 
 PLANS = {
-    "quick": Plan("quick", 6, (200,), 3, 5.0, (200, 1000), 5, 20),
-    "full": Plan("full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200),
+    "quick": Plan("quick", 6, (200,), 3, 5.0, (200, 1000), 5, 20, False),
+    "full": Plan(
+        "full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200, True
+    ),
 }
 
 
@@ -121,7 +126,9 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path, work: Path) -> dict[
     peer = ensure_peer(peer_venv)
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
-    found = await economy.economy(questions, work / "economy", peer, cache / "peer-stderr.log")
+    found = await economy.economy(
+        questions, work / "economy", peer, cache / "peer-stderr.log", embeddings=plan.embeddings
+    )
     print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
     scale = await speed.scale(plan.sizes, work / "scale", plan.warm_calls, plan.budget_seconds)
     print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)

@@ -47,7 +47,7 @@ from bench.harness import (
     KeywordPicker,
     Question,
     Session,
-    build_index,
+    build_indexes,
     is_hit,
     median,
     percentile,
@@ -256,11 +256,12 @@ async def _ours_on_standin(
     config_dir: Path,
     questions: Sequence[Question],
     picker: KeywordPicker,
+    embeddings: bool,
 ) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]]]:
     traces: dict[str, list[Trace]] = {}
     outcomes: dict[str, list[Outcome]] = {}
-    env = server_env(standin=standin, config_dir=config_dir)
-    build_index(env)
+    env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+    build_indexes([env])
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
@@ -278,10 +279,16 @@ async def _ours_on_standin(
 
 
 async def economy(
-    questions: Sequence[Question], work: Path, peer: PeerInstall, peer_log: Path
+    questions: Sequence[Question],
+    work: Path,
+    peer: PeerInstall,
+    peer_log: Path,
+    *,
+    embeddings: bool = True,
 ) -> dict[str, Any]:
     """Run every strategy; return the traces, their summaries, the Retrieval issue's
-    quality report and a sample question's raw answers from the peer and from us."""
+    quality report and a sample question's raw answers from the peer and from us.
+    `embeddings=False`: without the local model (no index to build; the quick run)."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     picker = KeywordPicker(with_env)
@@ -290,7 +297,9 @@ async def economy(
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        traces, outcomes = await _ours_on_standin(standin, config_dir, questions, picker)
+        traces, outcomes = await _ours_on_standin(
+            standin, config_dir, questions, picker, embeddings
+        )
         async with peer_session(peer, standin, peer_log) as session:
             recorder = Recorder(session.client)
             traces["peer"], _ = await run_traced(
@@ -301,7 +310,7 @@ async def economy(
                 "simple+note", retrieval_bench.simple_search_runner(http, picker), questions
             )
     if "semantic" in traces:
-        envs = retrieval_bench.folder_strategies(with_env, without_env, config_dir)
+        envs = retrieval_bench.folder_strategies(with_env, without_env, config_dir, embeddings)
         for name, env in envs.items():
             async with stdio_session(env) as session:
                 recorder = Recorder(session.client)

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +40,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
+from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path
 from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -231,19 +234,38 @@ def server_env(
     return env
 
 
-def build_index(env: dict[str, str]) -> float:
-    """Build the passage index for a server environment with ``obsidian-mcp index`` (what a
-    user runs once); the seconds it took."""
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "obsidian_mcp", "index"],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(Path.home()), **env},
-        cwd=REPO_ROOT,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def index_file_of(env: dict[str, str]) -> Path:
+    """The passage index file the server started with `env` uses."""
+    settings = Settings.model_validate(
+        {
+            "vault_path": env.get("OBSIDIAN_VAULT_PATH"),
+            "host": env.get("OBSIDIAN_HOST", "127.0.0.1"),
+            "port": env.get("OBSIDIAN_PORT", 27124),
+            "index_dir": env["OBSIDIAN_INDEX_DIR"],
+        }
     )
-    return time.perf_counter() - started
+    return index_path(settings)
+
+
+def build_indexes(envs: Sequence[dict[str, str]]) -> None:
+    """Build the passage index of each server environment with ``obsidian-mcp index`` (what
+    a user runs once). The environments serve copies of one vault: the first build is
+    copied to the others first, so they only re-read notes (their copies' modification
+    times differ) and reuse every vector by its text's hash."""
+    wanted = [env for env in envs if env.get("OBSIDIAN_INDEX_EMBEDDINGS") != "false"]
+    for number, env in enumerate(wanted):
+        if number:
+            target = index_file_of(env)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(index_file_of(wanted[0]), target)
+        subprocess.run(
+            [sys.executable, "-m", "obsidian_mcp", "index"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(Path.home()), **env},
+            cwd=REPO_ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
 
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:

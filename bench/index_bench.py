@@ -309,7 +309,7 @@ async def main_async(sizes: list[int], embed_seconds: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description="The passage index at scale.")
     parser.add_argument("--notes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument(
         "--embed-seconds",
