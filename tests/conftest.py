@@ -5,9 +5,14 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.server.app import open_retriever
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +36,34 @@ def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 _TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS")
+
+
+@pytest.fixture(scope="session")
+def fixture_index(index_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete passage index of the fixture vault, built once per session (the model's
+    work); `seed_index` copies it for a test's own copy of the vault."""
+    vault = tmp_path_factory.mktemp("indexed") / "vault"
+    shutil.copytree(FIXTURE_VAULT, vault)
+    settings = folder_settings(vault, vault.parent, index_dir=vault.parent / "index")
+
+    async def build() -> Path:
+        retriever = open_retriever(Vault(None, FolderSource(vault)), settings)
+        try:
+            await retriever.build_index()
+        finally:
+            retriever.close()
+        return index_path(settings)
+
+    return anyio.run(build)
+
+
+def seed_index(settings: Settings, fixture_index: Path) -> Settings:
+    """Give the server of `settings` the fixture vault's complete index: it re-reads the
+    notes of its copy (their modification times differ) and reuses every vector."""
+    target = index_path(settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(fixture_index, target)
+    return settings
 
 
 @pytest.fixture
