@@ -168,13 +168,10 @@ class IndexStats:
 
 
 _NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks "
-# A passage with the hashes of its texts, in order.
-_PASSAGE_COLUMNS = (
-    'SELECT p.id, p.path, p.section, p.start, p."end", p.terms, p.heading_terms, '
-    "(SELECT group_concat(t.text_hash, ',') FROM passage_texts t WHERE t.passage_id = p.id) "
-    "FROM passages p "
-)
-_PASSAGE_ORDER = "ORDER BY p.id"
+_PASSAGE_COLUMNS = 'SELECT id, path, section, start, "end", terms, heading_terms FROM passages '
+_PASSAGE_ORDER = "ORDER BY id"
+_TEXT_COLUMNS = "SELECT passage_id, text_hash FROM passage_texts "
+_TEXT_ORDER = "ORDER BY passage_id, rowid"
 
 
 class IndexStore:
@@ -319,18 +316,29 @@ class IndexStore:
             if paths is None:
                 note_rows = self._db.execute(_NOTE_COLUMNS + "FROM notes").fetchall()
                 passage_rows = self._db.execute(_PASSAGE_COLUMNS + _PASSAGE_ORDER).fetchall()
+                text_rows = self._db.execute(_TEXT_COLUMNS + _TEXT_ORDER).fetchall()
             else:
                 note_rows: list[Any] = []
                 passage_rows: list[Any] = []
+                text_rows: list[Any] = []
                 for path in paths:
                     note_rows += self._db.execute(
                         _NOTE_COLUMNS + "FROM notes WHERE path = ?", (path,)
                     ).fetchall()
                     passage_rows += self._db.execute(
-                        _PASSAGE_COLUMNS + "WHERE p.path = ? " + _PASSAGE_ORDER, (path,)
+                        _PASSAGE_COLUMNS + "WHERE path = ? " + _PASSAGE_ORDER, (path,)
                     ).fetchall()
+                    text_rows += self._db.execute(
+                        _TEXT_COLUMNS
+                        + "WHERE passage_id IN (SELECT id FROM passages WHERE path = ?) "
+                        + _TEXT_ORDER,
+                        (path,),
+                    ).fetchall()
+        hashes: dict[int, list[str]] = {}
+        for passage_id, digest in text_rows:
+            hashes.setdefault(passage_id, []).append(digest)
         by_note: dict[str, list[StoredPassage]] = {}
-        for pid, path, section, start, end, terms, heading_terms, digests in passage_rows:
+        for pid, path, section, start, end, terms, heading_terms in passage_rows:
             by_note.setdefault(path, []).append(
                 StoredPassage(
                     pid,
@@ -340,7 +348,7 @@ class IndexStore:
                     end,
                     tuple(terms.split()),
                     tuple(heading_terms.split()),
-                    tuple(digests.split(",")) if digests else (),
+                    tuple(hashes.get(pid, ())),
                 )
             )
         return {
