@@ -53,15 +53,18 @@ class Plan:
     memory_sizes: tuple[int, ...]
     memory_runs: int
     overhead_rounds: int
+    # Meaning from the local model in the quality runs (the quick run skips building the
+    # passage indexes it needs; python -m bench.index_bench measures the index itself).
+    embeddings: bool
 
 
 # Hostile calls per tool and source (bench/fuzz.py, `--fuzz`); the issue asks for at least
 # 1,000. The test suite runs a short profile (tests/test_fuzz.py).
 FUZZ_CALLS = 1000
 PLANS = {
-    "quick": Plan("quick", 6, (200,), 3, 5.0, (200, 1000), 5, 20),
+    "quick": Plan("quick", 6, (200,), 3, 5.0, (200, 1000), 5, 20, False),
     "full": Plan(
-        "full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200
+        "full", None, (1000, 5000, 10_000), 20, 10.0, (1000, 10_000, 100_000), 50, 200, True
     ),
 }
 
@@ -133,7 +136,9 @@ async def measure(
     peer = ensure_peer(peer_venv) if peer_venv is not None else None
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
-    found = await economy.economy(questions, work / "economy", peer, cache / "peer-stderr.log")
+    found = await economy.economy(
+        questions, work / "economy", peer, cache / "peer-stderr.log", embeddings=plan.embeddings
+    )
     dev = [q for q in questions if q.split == "dev"]
     print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
     stages = await ablation.ablation(dev, work / "ablation")

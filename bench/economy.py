@@ -53,6 +53,7 @@ from bench.harness import (
     KeywordPicker,
     Question,
     Session,
+    build_indexes,
     is_hit,
     median,
     percentile,
@@ -268,10 +269,13 @@ async def _ours_on_standin(
     config_dir: Path,
     questions: Sequence[Question],
     picker: KeywordPicker,
+    embeddings: bool,
 ) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]]]:
     traces: dict[str, list[Trace]] = {}
     outcomes: dict[str, list[Outcome]] = {}
-    async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as session:
+    env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+    build_indexes([env])
+    async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
         plan: list[tuple[str, Step, Sequence[Question]]] = [
@@ -288,10 +292,16 @@ async def _ours_on_standin(
 
 
 async def economy(
-    questions: Sequence[Question], work: Path, peer: PeerInstall | None, peer_log: Path
+    questions: Sequence[Question],
+    work: Path,
+    peer: PeerInstall | None,
+    peer_log: Path,
+    *,
+    embeddings: bool = True,
 ) -> dict[str, Any]:
     """Run every strategy; return the traces, their summaries, the Retrieval issue's
-    quality report and a sample question's raw answers from the peer and from us."""
+    quality report and a sample question's raw answers from the peer and from us.
+    `embeddings=False`: without the local model (no index to build; the quick run)."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     picker = KeywordPicker(with_env)
@@ -300,7 +310,9 @@ async def economy(
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        traces, outcomes = await _ours_on_standin(standin, config_dir, questions, picker)
+        traces, outcomes = await _ours_on_standin(
+            standin, config_dir, questions, picker, embeddings
+        )
         if peer is not None:
             async with peer_session(peer, standin, peer_log) as session:
                 recorder = Recorder(session.client)
@@ -312,8 +324,9 @@ async def economy(
                 "simple+note", retrieval_bench.simple_search_runner(http, picker), questions
             )
     if "semantic" in traces:
-        for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
-            async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as session:
+        envs = retrieval_bench.folder_strategies(with_env, without_env, config_dir, embeddings)
+        for name, env in envs.items():
+            async with stdio_session(env) as session:
                 recorder = Recorder(session.client)
                 traces[name], outcomes[name] = await run_traced(
                     name, recorder, semantic_step(recorder), questions

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -37,6 +40,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
+from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path
 from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -208,11 +213,21 @@ class KeywordPicker:
 
 
 def server_env(
-    *, standin: StandinProcess | None = None, vault: Path | None = None, config_dir: Path
+    *,
+    standin: StandinProcess | None = None,
+    vault: Path | None = None,
+    config_dir: Path,
+    embeddings: bool = True,
 ) -> dict[str, str]:
     """Environment for the server: only what is given here, nothing inherited that starts
-    with ``OBSIDIAN_`` (the stdio client adds just a safe default set such as PATH)."""
-    env = {"OBSIDIAN_CONFIG_DIR": str(config_dir)}
+    with ``OBSIDIAN_`` (the stdio client adds just a safe default set such as PATH). The
+    passage index goes beside the config dir; ``embeddings=False`` ranks without meaning
+    from the local model (keywords and the plugin's sources only)."""
+    env = {
+        "OBSIDIAN_CONFIG_DIR": str(config_dir),
+        "OBSIDIAN_INDEX_DIR": str(config_dir / "index"),
+        "OBSIDIAN_INDEX_EMBEDDINGS": str(embeddings).lower(),
+    }
     if standin is not None:
         env |= {
             "OBSIDIAN_API_KEY": standin.api_key,
@@ -240,6 +255,40 @@ def server_pid(parent: int) -> int | None:
         if ppid == parent and b"obsidian_mcp" in cmdline and b"serve" in cmdline:
             return int(entry.name)
     return None
+
+
+def index_file_of(env: dict[str, str]) -> Path:
+    """The passage index file the server started with `env` uses."""
+    settings = Settings.model_validate(
+        {
+            "vault_path": env.get("OBSIDIAN_VAULT_PATH"),
+            "host": env.get("OBSIDIAN_HOST", "127.0.0.1"),
+            "port": env.get("OBSIDIAN_PORT", 27124),
+            "index_dir": env["OBSIDIAN_INDEX_DIR"],
+        }
+    )
+    return index_path(settings)
+
+
+def build_indexes(envs: Sequence[dict[str, str]]) -> None:
+    """Build the passage index of each server environment with ``obsidian-mcp index`` (what
+    a user runs once). The environments serve copies of one vault: the first build is
+    copied to the others first, so they only re-read notes (their copies' modification
+    times differ) and reuse every vector by its text's hash."""
+    wanted = [env for env in envs if env.get("OBSIDIAN_INDEX_EMBEDDINGS") != "false"]
+    for number, env in enumerate(wanted):
+        if number:
+            target = index_file_of(env)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(index_file_of(wanted[0]), target)
+        subprocess.run(
+            [sys.executable, "-m", "obsidian_mcp", "index"],
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(Path.home()), **env},
+            cwd=REPO_ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
 
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:

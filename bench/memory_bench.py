@@ -34,16 +34,24 @@ from mcp import Client
 
 from bench.memory_recall_set import PAIRS, distractors
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.embedder import Embedder
 from obsidian_mcp.memory.index import terms
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import app_lifespan, default_embedder
+from obsidian_mcp.server.app import app_lifespan, model_loader
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"
+
+
+def shared_model() -> Embedder:
+    """The bundled model, loaded once for the whole benchmark."""
+    load = model_loader(Settings())
+    assert load is not None, "the bundled embedding model is not installed"
+    return load()
 _NAMES = [
     "gale", "mira", "ship", "storm", "reef", "harbour", "dragon", "tea", "journal", "captain",
     "map", "lantern", "forest", "river", "council", "treaty", "ledger", "spell", "rune", "tower",
@@ -217,7 +225,7 @@ async def run_meaning(total: int) -> None:
         vault = Vault(None, FolderSource(root / "vault"))
         words = MemoryStore(vault, MEMORY)
         meaning = MemoryStore(vault, MEMORY, cache=root / "cache.sqlite",
-                              embedder=default_embedder)
+                              embedder=shared_model)
         began = time.perf_counter()
         await meaning.catch_up_meaning()
         embed_seconds = time.perf_counter() - began
@@ -233,7 +241,7 @@ async def run_meaning(total: int) -> None:
         remember = await timed(30, lambda n: meaning.remember(
             f"bench memory {n} {time.time()}", ["bench"], ""))
     print(f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
-          f"memory) over {total:,} memories; model {default_embedder().model_id}")
+          f"memory) over {total:,} memories; model {shared_model().model_id}")
     print(f"{'ranking':<14} {'hit@1':>8} {'hit@5':>8}")
     for label, (top1, top5) in hits.items():
         print(f"{label:<14} {top1 / len(PAIRS):>8.0%} {top5 / len(PAIRS):>8.0%}")

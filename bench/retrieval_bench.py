@@ -58,6 +58,7 @@ from bench.harness import (
     KeywordPicker,
     Question,
     Session,
+    build_indexes,
     count_tokens,
     is_hit,
     load_questions,
@@ -71,7 +72,14 @@ from bench.questions import question_groups
 from tests.standin.process import StandinProcess
 
 SEMANTIC_TOOL = "vault_semantic_query"
-STRATEGIES = ("semantic", "keyword", "folder+vectors", "drill-down", "simple+note")
+STRATEGIES = (
+    "semantic",
+    "keyword",
+    "folder+meaning",
+    "folder+vectors",
+    "drill-down",
+    "simple+note",
+)
 BASELINES = ("drill-down", "simple+note")
 MAX_MAP_CALLS = 4  # a drill-down descends through at most this many folder levels
 
@@ -256,7 +264,11 @@ async def run_strategy(name: str, runner: Runner, questions: Sequence[Question])
     return outcomes
 
 
-async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[Outcome]]:
+async def quality(
+    questions: Sequence[Question], work: Path, *, embeddings: bool = True
+) -> dict[str, list[Outcome]]:
+    """Every strategy on the questions; `embeddings=False` runs them without the local
+    model (no index to build: the harness's own tests)."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     picker = KeywordPicker(with_env)
@@ -265,7 +277,9 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        async with stdio_session(server_env(standin=standin, config_dir=config_dir)) as rest:
+        rest_env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+        build_indexes([rest_env])
+        async with stdio_session(rest_env) as rest:
             results["semantic"] = await run_strategy("semantic", semantic_runner(rest), questions)
             results["drill-down"] = await run_strategy(
                 "drill-down", drill_down_runner(rest, picker), questions
@@ -274,10 +288,26 @@ async def quality(questions: Sequence[Question], work: Path) -> dict[str, list[O
             results["simple+note"] = await run_strategy(
                 "simple+note", simple_search_runner(http, picker), questions
             )
-    for name, vault in (("keyword", without_env), ("folder+vectors", with_env)):
-        async with stdio_session(server_env(vault=vault, config_dir=config_dir)) as folder:
+    for name, env in folder_strategies(with_env, without_env, config_dir, embeddings).items():
+        async with stdio_session(env) as folder:
             results[name] = await run_strategy(name, semantic_runner(folder), questions)
     return results
+
+
+def folder_strategies(
+    with_env: Path, without_env: Path, config_dir: Path, embeddings: bool = True
+) -> dict[str, dict[str, str]]:
+    """The folder-only strategies' server environments, their passage indexes built:
+    keywords alone; the local index; the local index beside Smart Connections' vectors."""
+    envs = {
+        "keyword": server_env(vault=without_env, config_dir=config_dir, embeddings=False),
+        "folder+meaning": server_env(
+            vault=without_env, config_dir=config_dir, embeddings=embeddings
+        ),
+        "folder+vectors": server_env(vault=with_env, config_dir=config_dir, embeddings=embeddings),
+    }
+    build_indexes(list(envs.values()))
+    return envs
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Command line: serve (stdio or HTTP MCP), call one tool, doctor, trust, model fetch.
+"""Command line: serve (stdio or HTTP MCP), call one tool, index, doctor, trust, model fetch.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -29,10 +29,13 @@ from obsidian_mcp.http_transport import (
 )
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.server import build_server
+from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
+from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.validation import describe_invalid_arguments
 
 logger = logging.getLogger("obsidian_mcp")
 
+_MEANING_TOOLS = frozenset({"vault_semantic_query", "vault_quick_context"})
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 # doctor's exit status: scripts can tell "works with less" from "does not work".
 _DOCTOR_EXIT = {"healthy": 0, "broken": 1, "degraded": 2}
@@ -71,6 +74,16 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
 async def _call(
     settings: Settings, tool: str, arguments: dict[str, object], problem: str | None
 ) -> int:
+    # One call is the whole life of this server, too short for the background build: a tool
+    # that ranks by meaning brings the index up to date first (with a progress bar, once;
+    # later calls find it done).
+    if (
+        problem is None
+        and tool in _MEANING_TOOLS
+        and settings.index_embeddings
+        and await _refresh_index(settings) is None
+    ):
+        return 1
     async with Client(build_server(settings, configuration_error=problem)) as client:
         names = sorted(t.name for t in (await client.list_tools()).tools)
         if tool not in names:
@@ -84,6 +97,55 @@ async def _call(
         if isinstance(block, TextContent):
             print(block.text)
     return 1 if result.is_error else 0
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn in place; a finished phase (reading
+    notes, then embedding passages) keeps its line."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self._width = 0
+
+    async def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        fraction = min(done / total, 1.0) if total else 1.0
+        filled = round(self.WIDTH * fraction)
+        line = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {message or ''}"
+        sys.stderr.write("\r" + line.ljust(self._width))
+        self._width = len(line)
+        if fraction >= 1.0:
+            sys.stderr.write("\n")
+            self._width = 0
+        sys.stderr.flush()
+
+
+async def _refresh_index(settings: Settings) -> dict[str, object] | None:
+    """Bring the vault's passage index up to date, with a progress bar on stderr; its
+    status, or None (with the reason on stderr) when no vault is configured."""
+    async with build_http_client(settings) as http:
+        vault, note = await open_vault(settings, http)
+        if vault is None:
+            print(f"No vault to index: {note}", file=sys.stderr)
+            return None
+        retriever = open_retriever(vault, settings, model_loader(settings))
+        try:
+            await retriever.build_index(ProgressBar())
+            return retriever.index_status()
+        finally:
+            retriever.close()
+
+
+async def _index(settings: Settings) -> int:
+    status = await _refresh_index(settings)
+    if status is None:
+        return 1
+    print(
+        f"passage index {status['path']}: {status['notes']} notes, {status['passages']} "
+        f"passages, {status['embedded_passages']} with vectors ({status['model']}), "
+        f"{int(str(status['bytes_on_disk'])) / 1e6:.1f} MB"
+    )
+    return 0
 
 
 async def _doctor(settings: Settings) -> int:
@@ -190,7 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser(
         "call",
         help="run one tool and print what the model sees",
-        description="Run one tool and print the text the model would read. Exit status 1 "
+        description="Run one tool and print the text the model would read (for the tools "
+        "that rank by meaning, the passage index is brought up to date first). Exit status 1 "
         "when the tool reports an error, 2 for an unknown tool (the names are listed).",
     )
     call.add_argument("--vault", type=Path, help=vault_help)
@@ -198,6 +261,15 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument(
         "arguments", nargs="*", help="key=value (values parsed as JSON if they can be)"
     )
+
+    index = commands.add_parser(
+        "index",
+        help="build or refresh the vault's passage index, with a progress bar",
+        description="Build or refresh the vault's passage index (keywords and meaning) in "
+        "the cache directory, with a progress bar; the server otherwise builds it in the "
+        "background on its first query.",
+    )
+    index.add_argument("--vault", type=Path, help=vault_help)
 
     doctor = commands.add_parser(
         "doctor",
@@ -244,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"obsidian-mcp: the environment's settings are invalid: {problem}")
     if args.command == "call":
         code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments), problem)
+    elif args.command == "index":
+        code = anyio.run(_index, settings)
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
     elif args.command == "model":

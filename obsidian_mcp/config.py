@@ -5,6 +5,7 @@ rewriting their client configuration.
 """
 
 import os
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -21,11 +22,18 @@ def default_config_dir() -> Path:
 
 
 def default_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/obsidian-mcp`, else `~/.cache/obsidian-mcp`: outside every vault."""
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    # The XDG spec: a relative path is invalid and ignored.
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / "obsidian-mcp"
+    """The user's cache folder (`$XDG_CACHE_HOME`, else the platform's usual place) plus
+    `obsidian-mcp`: outside every vault."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg and Path(xdg).is_absolute():  # the XDG spec: a relative path is ignored
+        base = Path(xdg)
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    else:
+        base = Path.home() / ".cache"
+    return base / "obsidian-mcp"
 
 
 class Settings(BaseSettings):
@@ -160,6 +168,25 @@ class Settings(BaseSettings):
         default=None,
         description="Bearer token HTTP clients must send to `serve --http`. Unset: a new one "
         "is generated at each start and printed to stderr.",
+    )
+
+    index_dir: Path | None = Field(
+        default=None,
+        description="Folder of the persistent passage index (one SQLite file per vault). "
+        "Default: OBSIDIAN_CACHE_DIR/index. Never inside the vault: vaults are synced.",
+    )
+    index_refresh_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=600,
+        description="How often, at most, a query lists the vault's note stats to find notes "
+        "changed outside this server: an edit in Obsidian or on disk is used by every query "
+        "that starts this many seconds after it (0: every query checks).",
+    )
+    index_embeddings: bool = Field(
+        default=True,
+        description="Rank passages by meaning with the local embedding model (vectors kept in "
+        "the passage index). false: keywords and the other semantic sources only.",
     )
 
     @property

@@ -4,6 +4,7 @@ import hashlib
 import os
 import ssl
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -12,6 +13,8 @@ import anyio.to_thread
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import CertificateUntrusted, ObsidianUnreachable, VaultError
 from obsidian_mcp.index.embedder import load_embedder
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.paths import parent_folder
 from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
 
@@ -143,14 +146,25 @@ def _rest_checks(
     return checks
 
 
-def _semantic_check(info: ServerInfo | None, rest_ok: bool, settings: Settings) -> Check:
+def _plugin_semantic_source(info: ServerInfo | None, settings: Settings) -> str | None:
+    """The semantic source beside the local index that the server would use, if any."""
     if info is not None and info.has_smart_search:
-        return Check("semantic source", "ok", "POST /search/smart (mcp-tools extension)")
+        return "POST /search/smart (mcp-tools extension)"
     if settings.semantic_route:
-        return Check("semantic source", "ok", f"custom route {settings.semantic_route}")
+        return f"custom route {settings.semantic_route}"
     vault = settings.vault_path
     if vault is not None and (vault / ".smart-env").is_dir():
-        return Check("semantic source", "ok", f"Smart Connections vectors in {vault}/.smart-env")
+        return f"Smart Connections vectors in {vault}/.smart-env"
+    return None
+
+
+def _semantic_check(info: ServerInfo | None, rest_ok: bool, settings: Settings) -> Check:
+    other = _plugin_semantic_source(info, settings)
+    if settings.index_embeddings:
+        local = "the local passage index (embedding model below)"
+        return Check("semantic source", "ok", f"{local} + {other}" if other else local)
+    if other is not None:
+        return Check("semantic source", "ok", other)
     if settings.api_key is not None and not rest_ok:
         # Obsidian lists its extensions only to an accepted key: nothing is known yet.
         return Check(
@@ -160,8 +174,8 @@ def _semantic_check(info: ServerInfo | None, rest_ok: bool, settings: Settings) 
         "semantic source",
         "warn",
         "none found: searches will be keyword-only (lexical-fallback)",
-        "install Smart Connections (and set OBSIDIAN_VAULT_PATH so its vectors are read), "
-        "or the MCP Tools plugin for /search/smart",
+        "remove OBSIDIAN_INDEX_EMBEDDINGS=false to rank by meaning with the local model, "
+        "or install Smart Connections or the MCP Tools plugin for /search/smart",
     )
 
 
@@ -213,6 +227,37 @@ def _folder_checks(settings: Settings) -> list[Check]:
     return checks
 
 
+def _index_check(settings: Settings) -> Check:
+    if settings.api_key is None and settings.vault_path is None:
+        return Check("passage index", "skip", "no vault configured")
+    path = index_path(settings)
+    if not path.exists():
+        return Check(
+            "passage index",
+            "warn",
+            f"not built yet ({path}); the first query builds it in the background",
+            "run `obsidian-mcp index` to build it now",
+        )
+    store = IndexStore(path)
+    try:
+        stats = store.stats()
+    finally:
+        store.close()
+    updated = (
+        datetime.fromtimestamp(stats.last_updated, UTC).isoformat(timespec="seconds")
+        if stats.last_updated is not None
+        else "never"
+    )
+    detail = (
+        f"{path}: {stats.notes} notes, {stats.passages} passages, {stats.embedded_passages} "
+        f"with vectors ({stats.model or 'no model yet'}), {stats.bytes_on_disk / 1e6:.1f} MB, "
+        f"updated {updated}"
+    )
+    if stats.embedded_passages < stats.passages:
+        return Check("passage index", "warn", detail, "run `obsidian-mcp index` to finish it")
+    return Check("passage index", "ok", detail)
+
+
 def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdict, str]:
     if not rest_ok and not folder_ok:
         return "broken", "no source can serve the vault; fix a FAIL line above"
@@ -250,6 +295,7 @@ async def run_checks(settings: Settings) -> Report:
     folder_checks = _folder_checks(settings)
     checks.extend(folder_checks)
     folder_ok = folder_checks[0].outcome == "ok"
+    checks.append(_index_check(settings))
     if settings.api_key is None and settings.vault_path is None:
         checks.append(
             Check(

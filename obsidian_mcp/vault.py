@@ -78,6 +78,8 @@ class Vault:
         self.selection_note = selection_note
         self._outage_seconds = outage_seconds
         self._outage_until = -float("inf")  # monotonic time until which Obsidian is skipped
+        # Writes made through this vault; caches of the vault's notes re-list when it moves.
+        self.writes = 0
 
     @property
     def live(self) -> Source:
@@ -162,6 +164,10 @@ class Vault:
             # double it; Obsidian picks the change up from disk when it runs again.
             logger.warning("Obsidian is not reachable; writing to the vault folder instead")
             await operation(self._disk)
+        finally:
+            # Counted once the write is done (or failed half-way): a listing after this
+            # sees it.
+            self.writes += 1
 
     # -- reads -----------------------------------------------------------------------------
 

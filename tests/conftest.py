@@ -1,20 +1,69 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
 import os
-import tempfile
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.server.app import model_loader, open_retriever
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.vault import Vault
 from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
 
-# Caches (the memory index) go to a scratch folder, never the user's ~/.cache; server
-# processes the tests start inherit it.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="obsidian-mcp-test-cache-")
+
+@pytest.fixture(scope="session", autouse=True)
+def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Caches (passage indexes, memory indexes) go to a cache folder of this test session,
+    never the user's; child processes inherit it. Queries list the vault's stats every
+    time unless a test says otherwise, so a test that edits a note sees the edit at once."""
+    cache = tmp_path_factory.mktemp("cache")
+    saved = {name: os.environ.get(name) for name in _TEST_ENV}
+    os.environ.update({"XDG_CACHE_HOME": str(cache), "OBSIDIAN_INDEX_REFRESH_SECONDS": "0"})
+    yield cache
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+_TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS")
+
+
+@pytest.fixture(scope="session")
+def fixture_index(index_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete passage index of the fixture vault, built once per session (the model's
+    work); `seed_index` copies it for a test's own copy of the vault."""
+    vault = tmp_path_factory.mktemp("indexed") / "vault"
+    copy_fixture_vault(vault)
+    settings = folder_settings(vault, vault.parent, index_dir=vault.parent / "index")
+
+    async def build() -> Path:
+        model = model_loader(settings)
+        retriever = open_retriever(Vault(None, FolderSource(vault)), settings, model)
+        try:
+            await retriever.build_index()
+        finally:
+            retriever.close()
+        return index_path(settings)
+
+    return anyio.run(build)
+
+
+def seed_index(settings: Settings, fixture_index: Path) -> Settings:
+    """Give the server of `settings` the fixture vault's complete index: it re-reads the
+    notes of its copy (their modification times differ) and reuses every vector."""
+    target = index_path(settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(fixture_index, target)
+    return settings
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ def test_generated_vault_is_deterministic(tmp_path: Path) -> None:
 
 async def test_quality_run_produces_figures(tmp_path: Path) -> None:
     questions = one_per_category(("exact-keyword", "two-file", "folder-scoped"))
-    results = await retrieval_bench.quality(questions, tmp_path)
+    results = await retrieval_bench.quality(questions, tmp_path, embeddings=False)
     expected = set(retrieval_bench.STRATEGIES)
     assert set(results) == expected
     for name, outcomes in results.items():

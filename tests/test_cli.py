@@ -119,7 +119,7 @@ def test_version_and_help_on_every_command(capsys: pytest.CaptureFixture[str]) -
     version = run_cli("--version")
     assert (version.returncode, version.stdout.strip()) == (0, f"obsidian-mcp {__version__}")
     # argparse answers --help before anything starts: in process is the same as a shell.
-    for command in ("serve", "call", "doctor", "trust"):
+    for command in ("serve", "call", "index", "doctor", "trust"):
         with pytest.raises(SystemExit) as exited:
             main([command, "--help"])
         assert exited.value.code == 0, command
@@ -139,3 +139,34 @@ def test_a_missing_vault_folder_is_named_as_given(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert f"--vault {missing} is not a folder" in done.stderr
     assert "OBSIDIAN_VAULT_PATH" not in done.stderr
+
+
+def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Ferry.md").write_text(
+        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun "
+        "has set.\n"
+    )
+    (vault / "Garden.md").write_text(
+        "# The Garden\n\nTomatoes grow against the south wall, where the bricks hold heat.\n"
+    )
+    env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path)}
+    before = run_cli("doctor", "--vault", str(vault), env=env)
+    assert "passage index: not built yet" in before.stdout
+    asked = run_cli(
+        "call",
+        "--vault",
+        str(vault),
+        "vault_semantic_query",
+        "query=Which boatman won't take passengers over the water at night?",
+        "limit=1",
+        env=env,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert "local passage index" in asked.stdout.splitlines()[0]
+    assert "## Ferry.md" in asked.stdout
+    assert "embedded 2 of 2" in asked.stderr  # the progress bar of the build it ran first
+    after = run_cli("doctor", "--vault", str(vault), env=env)
+    assert "[ok  ] passage index:" in after.stdout
+    assert "2 notes, 2 passages, 2 with vectors (all-MiniLM-L6-v2)" in after.stdout

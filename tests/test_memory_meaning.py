@@ -15,14 +15,13 @@ from mcp import Client
 from mcp.types import TextContent
 
 from obsidian_mcp.config import default_cache_dir
-from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.embedder import Embedder, Matrix, OnnxEmbedder
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, parse, terms
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.memory.render import render_recall
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import default_embedder
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings
@@ -186,8 +185,8 @@ def test_the_cache_schema_is_created_once_and_shared(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def model() -> Embedder:
-    return default_embedder()  # loaded once for the whole test session
+def model(embedder: OnnxEmbedder) -> Embedder:
+    return embedder  # loaded once for the whole test session
 
 
 # (memory, its tags, a paraphrase that shares no content word with it)

@@ -19,6 +19,7 @@ from obsidian_mcp.retrieval.packing import PassageHit, diversify, next_best
 from obsidian_mcp.retrieval.render import format_search
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.stages import Stages
+from obsidian_mcp.server.app import open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -150,9 +151,10 @@ def small_vault(tmp_path: Path) -> Path:
 
 
 def retriever(vault: Path, tmp_path: Path, *, stages_off: tuple[str, ...] = ()) -> Retriever:
-    """A retriever on a folder vault with every stage on but `stages_off`."""
+    """A retriever on a folder vault with every stage on but `stages_off` (keywords only:
+    the stages under test work on words)."""
     settings = folder_settings(vault, tmp_path / "config", stages_off=list(stages_off))
-    return Retriever(Vault(None, FolderSource(vault)), settings)
+    return open_retriever(Vault(None, FolderSource(vault)), settings, None)
 
 
 @pytest.mark.anyio

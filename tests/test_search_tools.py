@@ -15,7 +15,7 @@ from mcp import Client
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
 from obsidian_mcp.text.tokens import estimate_tokens
-from tests.conftest import rest_settings
+from tests.conftest import rest_settings, seed_index
 from tests.standin.process import StandinProcess
 from tests.test_read_tools import text_of
 
@@ -29,8 +29,13 @@ async def call(client: Client, tool: str, **args: object) -> str:
 
 
 @pytest.fixture
-async def folder_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Client]:
-    settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
+async def folder_client(
+    vault_copy: Path, tmp_path: Path, fixture_index: Path
+) -> AsyncIterator[Client]:
+    """The folder with Smart Connections' vectors and a complete passage index."""
+    settings = seed_index(
+        Settings(vault_path=vault_copy, config_dir=tmp_path / "config"), fixture_index
+    )
     async with Client(build_server(settings), raise_exceptions=True) as client:
         yield client
 
@@ -38,7 +43,9 @@ async def folder_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Clien
 @pytest.fixture
 async def keyword_client(vault_copy: Path, tmp_path: Path) -> AsyncIterator[Client]:
     shutil.rmtree(vault_copy / ".smart-env")
-    settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
+    settings = Settings(
+        vault_path=vault_copy, config_dir=tmp_path / "config", index_embeddings=False
+    )
     async with Client(build_server(settings), raise_exceptions=True) as client:
         yield client
 
@@ -58,9 +65,9 @@ def has_smart_search(standin: StandinProcess) -> bool:
 
 @pytest.fixture
 async def rest_client(standin: StandinProcess, tmp_path: Path) -> AsyncIterator[Client]:
-    async with Client(
-        build_server(rest_settings(standin, tmp_path)), raise_exceptions=True
-    ) as client:
+    # Without the local model: the source labels of the plugin's routes are what is tested.
+    settings = rest_settings(standin, tmp_path, index_embeddings=False)
+    async with Client(build_server(settings), raise_exceptions=True) as client:
         yield client
 
 
@@ -136,7 +143,7 @@ async def test_json_has_the_same_passages(folder_client: Client) -> None:
     markdown = await call(folder_client, "vault_semantic_query", query=query)
     data = json.loads(await call(folder_client, "vault_semantic_query", query=query, format="json"))
     assert [group["path"] for group in data["groups"]] == group_paths(markdown)
-    assert data["source"] == "smart-env-prf"
+    assert data["source"] == "smart-env-prf+local-index"
     for group in data["groups"]:
         for passage in group["passages"]:
             assert passage["label"] == "passage"
@@ -330,7 +337,8 @@ async def test_rest_cold_query_reports_progress(standin: StandinProcess, tmp_pat
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         events.append((progress, total, message))
 
-    server = build_server(rest_settings(standin, tmp_path))
+    # An index of its own: the module's other tests have indexed this vault already.
+    server = build_server(rest_settings(standin, tmp_path, index_dir=tmp_path / "index"))
     async with Client(server, raise_exceptions=True) as client:
         await client.call_tool(
             "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress

@@ -1,21 +1,25 @@
 # pyright: strict
-"""The vault's notes, parsed, cut into passages and indexed, kept in step with the vault.
+"""The vault's notes, cut into passages and indexed, kept in step with the vault and in
+the persistent index (`obsidian_mcp.index.store`).
 
-Staleness is settled by modification time: every `sync` fetches every note's stat in one
-request (a JsonLogic search through REST, a directory walk on disk), drops notes whose
-mtime or size changed or that disappeared, and reads only what is new. A warm query
-therefore costs one stat request and no note reads; a note edited in Obsidian is re-read
-on the first query after its mtime moves.
+Staleness is settled by modification time: a `sync` fetches every note's stat in one
+request (a JsonLogic search through REST, a directory walk on disk), at most every
+`refresh_seconds`, drops notes whose mtime or size changed or that disappeared, and reads
+only what is new. A warm query therefore costs at most one stat request and no note reads.
 """
 
 import logging
 import posixpath
-from collections.abc import Awaitable, Callable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import anyio
+import anyio.to_thread
 
 from obsidian_mcp.errors import NoteNotFound, NotReadable, NotText, PathRefused
+from obsidian_mcp.index.store import IndexStore, Note, NoteRow, PassageRow, StoredNote
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
 from obsidian_mcp.text.markdown import ParsedNote, parse_note, plain_text
@@ -31,10 +35,18 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 # size, long ones are cut into runs of whole sentences of at most this size. Big enough
 # to hold an answer with its context, small enough that five of them fit a 1,000-token reply.
 PASSAGE_CHARS = 480
+# Most characters of one embedded text (a run of whole sentences of a passage). Measured
+# on bench/questions.jsonl over fixtures/vault, paraphrase questions whose answer is among
+# the top 3 passages by meaning: 4 of 11 with one vector per passage (480 characters),
+# 9 of 11 with runs of 200 characters and the folder path in the prefix.
+WINDOW_CHARS = 200
 # Notes read at once on a cold build; enough to hide REST latency, few enough not to
 # swamp Obsidian.
 _READ_CONCURRENCY = 16
 _PROGRESS_STEPS = 20
+# Notes written to the index in one transaction on a cold build: one commit per note would
+# cost more than the parsing; much larger batches keep notes out of queries for longer.
+_STORE_BATCH = 200
 # What a query term in a passage's headings, or in its note's name, is worth next to the
 # same term in its text. Headings are precise (the section is about it); a note's name
 # is shared by every passage of the note, so it only breaks ties between notes.
@@ -44,39 +56,59 @@ NAME_WEIGHT = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A passage of a note: `content[start:end]` under the heading path `section`."""
+    """A passage of a note: `content[start:end]` under the heading path `section`; its id is
+    the index's, and `text_hashes` name the texts embedded for it (see `embedding_texts`)."""
 
     id: int
     path: str
     section: tuple[str, ...]
     start: int
     end: int
+    text_hashes: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class NoteRecord:
-    stat: FileStat
-    parsed: ParsedNote
-    chunks: tuple[Chunk, ...]
-    # Obsidian's own backlinks (REST, plugin 4.0 on); None when the source has none.
-    backlinks: tuple[str, ...] | None
-    label_terms: frozenset[str]
+    """A note as indexed: its stat, text, passages and the terms that name it. The note is
+    parsed only when something needs more (a hit from it is rendered, its links are
+    followed): a new process loads thousands of notes from the index and parses a few."""
+
+    def __init__(
+        self,
+        stat: FileStat,
+        content: str,
+        chunks: tuple[Chunk, ...],
+        backlinks: tuple[str, ...] | None,
+        label_terms: frozenset[str],
+        parsed: ParsedNote | None = None,
+    ) -> None:
+        self.stat = stat
+        self.content = content
+        self.chunks = chunks
+        # Obsidian's own backlinks (REST, plugin 4.0 on); None when the source has none.
+        self.backlinks = backlinks
+        self.label_terms = label_terms
+        if parsed is not None:
+            self.__dict__["parsed"] = parsed
 
     @property
     def path(self) -> str:
-        return self.parsed.path
+        return self.stat.path
+
+    @cached_property
+    def parsed(self) -> ParsedNote:
+        return parse_note(self.stat.path, self.content)
 
     def text(self, start: int, end: int) -> str:
-        return self.parsed.content[start:end]
+        return self.content[start:end]
 
 
-def _sentence_runs(content: str, start: int, end: int) -> list[tuple[int, int]]:
-    """`content[start:end]` as runs of whole sentences of at most PASSAGE_CHARS (a single
-    longer sentence stays whole)."""
+def sentence_runs(content: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """`content[start:end]` as runs of whole sentences of at most `limit` characters (a
+    single longer sentence stays whole)."""
     runs: list[tuple[int, int]] = []
     for sentence_start, sentence_end in sentence_spans(content[start:end]):
         absolute = (start + sentence_start, start + sentence_end)
-        if runs and absolute[1] - runs[-1][0] <= PASSAGE_CHARS:
+        if runs and absolute[1] - runs[-1][0] <= limit:
             runs[-1] = (runs[-1][0], absolute[1])
         else:
             runs.append(absolute)
@@ -88,7 +120,7 @@ def passage_spans(parsed: ParsedNote) -> list[tuple[int, int, int]]:
     spans: list[tuple[int, int, int]] = []
     for paragraph in parsed.paragraphs:
         pieces = (
-            _sentence_runs(parsed.content, paragraph.start, paragraph.end)
+            sentence_runs(parsed.content, paragraph.start, paragraph.end, PASSAGE_CHARS)
             if paragraph.end - paragraph.start > PASSAGE_CHARS
             else [(paragraph.start, paragraph.end)]
         )
@@ -110,23 +142,84 @@ def note_label_terms(parsed: ParsedNote) -> list[str]:
     return terms(" ".join([parsed.title, name, *parsed.aliases, *parsed.tags]))
 
 
-class Corpus:
-    """Parsed notes and a BM25 index over their passages, refreshed by modification time."""
+def embedding_texts(
+    parsed: ParsedNote, section: tuple[str, ...], start: int, end: int
+) -> tuple[str, ...]:
+    """What the model embeds for a passage: its sentences in runs of at most WINDOW_CHARS,
+    each led by where it sits (folders, title, headings). A passage's meaning score is its
+    best run's: a question is usually answered by a sentence or two, and one vector for a
+    whole passage blurs that sentence with its neighbours."""
+    folders = tuple(parsed.path.split("/")[:-1])
+    headings = section[1:] if section[:1] == (parsed.title,) else section
+    where = " > ".join((*folders, parsed.title, *headings)) + "\n"
+    runs = sentence_runs(parsed.content, start, end, WINDOW_CHARS)
+    return tuple(where + plain_text(parsed.content[a:b]) for a, b in runs) or (where,)
 
-    def __init__(self, vault: Vault) -> None:
+
+def cut_note(
+    stat: FileStat, content: str, backlinks: tuple[str, ...] | None
+) -> tuple[NoteRow, ParsedNote]:
+    """A note parsed and cut into passages, as the index stores it."""
+    parsed = parse_note(stat.path, content)
+    passages: list[PassageRow] = []
+    for section_index, start, end in passage_spans(parsed):
+        section = parsed.sections[section_index].path
+        passages.append(
+            PassageRow(
+                section=section,
+                start=start,
+                end=end,
+                # What a reader sees: link text, not block ids or link anchors.
+                terms=tuple(terms(plain_text(content[start:end]))),
+                heading_terms=tuple(set(terms(" ".join(section)))),
+                texts=embedding_texts(parsed, section, start, end),
+            )
+        )
+    row = Note(
+        path=stat.path,
+        mtime_ms=stat.mtime_ms,
+        size=stat.size,
+        content=content,
+        label_terms=tuple(set(note_label_terms(parsed))),
+        backlinks=backlinks,
+        passages=tuple(passages),
+    )
+    return row, parsed
+
+
+class Corpus:
+    """The vault's notes and a BM25 index over their passages, kept in the persistent index
+    and refreshed by modification time.
+
+    A new process loads what the index holds (no note is read or parsed), then lists the
+    vault's stats and reads only the notes that changed. The listing is repeated at most
+    every `refresh_seconds`: that is how stale a query may be about an edit made in
+    Obsidian or on disk. Writes through this server (`Vault.writes` moves) are seen by the
+    next query."""
+
+    def __init__(self, vault: Vault, store: IndexStore, *, refresh_seconds: float) -> None:
         self._vault = vault
+        self._store = store
+        self._refresh_seconds = refresh_seconds
         self._notes: dict[str, NoteRecord] = {}
         self._chunks: dict[int, Chunk] = {}
         self._chunk_terms: dict[int, list[str]] = {}
         self._heading_terms: dict[int, frozenset[str]] = {}
         self._heading_postings: dict[str, set[int]] = {}
         self._label_postings: dict[str, set[str]] = {}
+        self._by_text: dict[str, set[int]] = {}
         self._index = Bm25Index()
         self._stats: dict[str, FileStat] = {}
-        self._next_id = 0
+        self._listed_at: float | None = None
+        self._listed_writes = -1
+        self._loaded = False
         self._lock = anyio.Lock()
         # Bumped on every change, so derived caches (the backlink map) know to rebuild.
         self.generation = 0
+
+    @property
+    def store(self) -> IndexStore:
+        return self._store
 
     @property
     def index(self) -> Bm25Index:
@@ -146,6 +239,10 @@ class Corpus:
     def chunk_terms(self, chunk_id: int) -> list[str]:
         return self._chunk_terms[chunk_id]
 
+    def chunks_of_text(self, digest: str) -> set[int]:
+        """The passages one of whose embedded texts has this hash (a text may recur)."""
+        return self._by_text.get(digest, set())
+
     def record(self, path: str) -> NoteRecord | None:
         """The note as of the last sync (None if it was not read or does not exist)."""
         return self._notes.get(path)
@@ -164,33 +261,40 @@ class Corpus:
                 chunk_ids.discard(chunk.id)
                 if not chunk_ids:
                     del self._heading_postings[term]
+            for digest in chunk.text_hashes:
+                same_text = self._by_text[digest]
+                same_text.discard(chunk.id)
+                if not same_text:
+                    del self._by_text[digest]
             del self._chunks[chunk.id]
         self.generation += 1
 
-    def _add(self, stat: FileStat, content: str, backlinks: tuple[str, ...] | None) -> None:
-        path = stat.path
+    def _install(self, stored: StoredNote, stat: FileStat, parsed: ParsedNote | None) -> None:
+        path = stored.path
         if path in self._notes:
             self._forget(path)
-        parsed = parse_note(path, content)
-        label = frozenset(note_label_terms(parsed))
+        label = frozenset(stored.label_terms)
         for term in label:
             self._label_postings.setdefault(term, set()).add(path)
         chunks: list[Chunk] = []
-        for section_index, start, end in passage_spans(parsed):
-            section = parsed.sections[section_index]
-            chunk = Chunk(self._next_id, path, section.path, start, end)
-            self._next_id += 1
-            # What a reader sees: link text, not block ids or link anchors.
-            chunk_terms = terms(plain_text(content[start:end]))
+        for passage in stored.passages:
+            chunk = Chunk(
+                passage.id, path, passage.section, passage.start, passage.end, passage.text_hashes
+            )
+            chunk_terms = list(passage.terms)
             self._index.add(chunk.id, chunk_terms)
             self._chunk_terms[chunk.id] = chunk_terms
-            heading_terms = frozenset(terms(" ".join(section.path)))
+            heading_terms = frozenset(passage.heading_terms)
             self._heading_terms[chunk.id] = heading_terms
             for term in heading_terms:
                 self._heading_postings.setdefault(term, set()).add(chunk.id)
+            for digest in chunk.text_hashes:
+                self._by_text.setdefault(digest, set()).add(chunk.id)
             self._chunks[chunk.id] = chunk
             chunks.append(chunk)
-        self._notes[path] = NoteRecord(stat, parsed, tuple(chunks), backlinks, label)
+        self._notes[path] = NoteRecord(
+            stat, stored.content, tuple(chunks), stored.backlinks, label, parsed
+        )
         self.generation += 1
 
     def scores(self, query_terms: list[str]) -> dict[int, float]:
@@ -223,49 +327,115 @@ class Corpus:
             scores[chunk_id] = scores.get(chunk_id, 0.0) + extra
         return scores
 
-    async def _read(self, path: str) -> None:
+    async def _read(self, path: str) -> tuple[NoteRow, ParsedNote, FileStat] | None:
         try:
             note = await self._vault.read_note(path)
         except (NoteNotFound, NotText, NotReadable, PathRefused):
-            return  # gone or unreadable since the stat; the next sync settles it
+            return None  # gone or unreadable since the stat; the next sync settles it
         # The stat we compare against next time is the one the listing gave, so a note
         # changed between listing and reading is read again on the next sync.
-        self._add(self._stats.get(path, note.stat), note.content, note.backlinks)
+        stat = self._stats.get(note.stat.path, note.stat)
+        row, parsed = cut_note(stat, note.content, note.backlinks)
+        return row, parsed, stat
+
+    async def _store_and_install(
+        self, read: Sequence[tuple[NoteRow, ParsedNote, FileStat]]
+    ) -> None:
+        stored = await anyio.to_thread.run_sync(self._store.put_notes, [row for row, _, _ in read])
+        for row, parsed, stat in read:
+            passages = stored[row.path]
+            self._install(
+                Note(
+                    row.path,
+                    row.mtime_ms,
+                    row.size,
+                    row.content,
+                    row.label_terms,
+                    row.backlinks,
+                    passages,
+                ),
+                stat,
+                parsed,
+            )
+
+    def _take_stored(self, stored: dict[str, StoredNote], stats: dict[str, FileStat]) -> None:
+        """Install the stored notes whose stat is the vault's (another process, or an earlier
+        run, read them already)."""
+        for path, note in stored.items():
+            stat = stats.get(path)
+            if stat is not None and (note.mtime_ms, note.size) == (stat.mtime_ms, stat.size):
+                self._install(note, stat, None)
+
+    async def _list(self) -> None:
+        """List the vault's stats, drop what changed or disappeared, take in what the index
+        already holds at the new stats."""
+        self._listed_writes = self._vault.writes
+        stats = await self._vault.note_stats()
+        self._listed_at = time.monotonic()
+        self._stats = stats
+        if not self._loaded:
+            stored = await anyio.to_thread.run_sync(self._store.load_notes)
+            self._loaded = True
+            self._take_stored(stored, stats)
+            gone = [path for path in stored if path not in stats]
+        else:
+            stale = [p for p, r in self._notes.items() if stats.get(p) != r.stat]
+            for path in stale:
+                self._forget(path)
+            gone = [path for path in stale if path not in stats]
+            changed = [path for path in stale if path in stats]
+            if changed:
+                stored = await anyio.to_thread.run_sync(self._store.load_notes, changed)
+                self._take_stored(stored, stats)
+        if gone:
+            await anyio.to_thread.run_sync(self._store.delete_notes, gone)
 
     async def sync(self, *, read_all: bool, progress: ProgressCallback | None = None) -> None:
-        """Bring the cache up to date with the vault's stats; with `read_all`, read every
-        note not yet cached (a cold build reports its progress through `progress`)."""
+        """Bring the cache up to date with the vault's stats (listed at most every
+        `refresh_seconds`); with `read_all`, read every note not yet indexed (a cold build
+        reports its progress through `progress`)."""
         async with self._lock:
-            stats = await self._vault.note_stats()
-            self._stats = stats
-            for path in [p for p, r in self._notes.items() if stats.get(p) != r.stat]:
-                self._forget(path)
+            listed = self._listed_at
+            if (
+                listed is None
+                or time.monotonic() - listed >= self._refresh_seconds
+                or self._vault.writes != self._listed_writes
+            ):
+                await self._list()
             if not read_all:
                 return
-            missing = [path for path in stats if path not in self._notes]
-            if not missing:
-                return
-            await self._read_many(missing, progress)
+            missing = [path for path in self._stats if path not in self._notes]
+            if missing:
+                await self._read_many(missing, progress)
 
     async def _read_many(self, paths: list[str], progress: ProgressCallback | None) -> None:
         total = len(paths)
         step = max(1, total // _PROGRESS_STEPS)
         done = 0
         limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
+        pending: list[tuple[NoteRow, ParsedNote, FileStat]] = []
         if progress is not None:
             await progress(0, total, f"indexing {total} notes")
 
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
-                await self._read(path)
+                read = await self._read(path)
+            if read is not None:
+                pending.append(read)
             done += 1
+            if len(pending) >= _STORE_BATCH or done == total:
+                batch = pending[:]
+                pending.clear()
+                await self._store_and_install(batch)
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 
         async with anyio.create_task_group() as group:
             for path in paths:
                 group.start_soon(read_one, path)
+        if pending:
+            await self._store_and_install(pending)
         logger.info("indexed %d notes", total)
 
     async def note(self, path: str) -> NoteRecord | None:
@@ -273,6 +443,8 @@ class Corpus:
         record = self._notes.get(path)
         if record is None:
             async with self._lock:
-                await self._read(path)
-                record = self._notes.get(path)
+                read = await self._read(path)
+                if read is not None:
+                    await self._store_and_install([read])
+                    record = self._notes.get(read[0].path)
         return record

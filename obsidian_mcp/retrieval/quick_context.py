@@ -74,15 +74,14 @@ async def quick_context(
     if not topic.strip():
         raise InvalidArgument("topic is empty; name a person, place, event or idea.")
     budget = max_tokens or retriever.settings.max_tokens
-    answer, ranked, total, _ = await retriever.ranked_passages(topic, folder="", progress=progress)
+    found = await retriever.ranked_passages(topic, folder="", progress=progress)
+    ranked = found.ranked
     corpus = retriever.corpus
     retriever.links.refresh(corpus)
     resolver = retriever.links.resolver
     weighted = retriever.weighted_terms(topic)
 
-    # Seats can put a passage above a better-scoring one: scale by the best score, not the
-    # first, so no score exceeds 1.0.
-    top = max((score for _, score in ranked), default=1.0)
+    top = found.top_score
     hits: list[PassageHit] = []
     for chunk_id, score in ranked[:_DEPTH]:
         chunk = corpus.chunk(chunk_id)
@@ -134,8 +133,8 @@ async def quick_context(
         main.pop()
     return QuickContext(
         topic=topic,
-        source=answer.source,
-        passages_found=total,
+        source=found.source,
+        passages_found=found.total,
         files_found=len({corpus.chunk(c).path for c, _ in ranked}),
         main_files=tuple(main),
         entities=tuple(entities),

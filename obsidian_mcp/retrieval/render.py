@@ -20,6 +20,7 @@ SOURCE_LABELS = {
     "custom-route": "semantic: custom route, fused with keywords",
     "smart-env-prf": "semantic: stored Smart Connections vectors (expanded from the best "
     "keyword hits), fused with keywords",
+    "local-index": "semantic: the server's local passage index, fused with keywords",
     "lexical-fallback": "lexical-fallback: keywords only, no semantic source answered",
     "exact": "exact terms, case-insensitive",
 }
@@ -181,8 +182,13 @@ def _empty(result: SearchResult) -> str:
     )
 
 
+def source_text(source: str) -> str:
+    """The sources that answered, in words ("smart-search+local-index": both)."""
+    return " + ".join(SOURCE_LABELS.get(part, part) for part in source.split("+"))
+
+
 def _first_line(result: SearchResult) -> str:
-    label = SOURCE_LABELS.get(result.source, result.source)
+    label = source_text(result.source)
     line = f"{echo(result.query)} · {label}"
     if result.folder:
         line += f" · folder {result.folder}/"

@@ -8,12 +8,12 @@ from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.related import Neighbour, Related
 from obsidian_mcp.retrieval.render import (
-    SOURCE_LABELS,
     echo_argument,
     passage_block,
     passage_data,
     quote,
     read_call,
+    source_text,
 )
 from obsidian_mcp.text.wording import plural
 
@@ -86,7 +86,7 @@ def _quick_next(context: QuickContext) -> str:
 
 
 def format_quick_context(context: QuickContext) -> str:
-    label = SOURCE_LABELS.get(context.source, context.source)
+    label = source_text(context.source)
     lines = [
         f"# {clip(context.topic, QUERY_ECHO_CHARS)}",
         f"summary: found in {context.passages_found} passages across {context.files_found} "

@@ -6,13 +6,20 @@ import math
 import posixpath
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
+import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.index.smart_env import SmartEnvCache
+from obsidian_mcp.index.store import IndexStore
+from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.corpus import (
     Chunk,
@@ -46,6 +53,11 @@ from obsidian_mcp.vault import Vault
 # How deep each ranking goes into the fusion: deeper adds little but noise.
 _KEYWORD_DEPTH = 50
 _SEMANTIC_DEPTH = 20
+# The local index's ranking goes as deep as the semantic sources', and weighs as much as
+# the keywords: a first step, measured on bench/questions.jsonl (issue 9 tunes it).
+_DENSE_DEPTH = 20
+_DENSE_WEIGHT = 1.0
+_DENSE_SEATS = 3
 # Keyword hits whose stored vectors form the feedback query (stored-vector source).
 _SEED_COUNT = 5
 # Weight of the semantic ranking against the keyword ranking in the fusion, per source:
@@ -215,6 +227,10 @@ def is_prose(sentence: str) -> bool:
     return len(words(plain_text(bare))) >= _MIN_PROSE_WORDS
 
 
+# How a long block's passages are scored when a semantic hit must stand for one of them.
+PassagePicker = Callable[[NoteRecord, list[Chunk]], dict[int, float]]
+
+
 def seated(fused: dict[int, float], seats: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
     """Fused order, except that the best few of each ranking come first, taken in turn.
 
@@ -231,24 +247,197 @@ def seated(fused: dict[int, float], seats: Sequence[Sequence[int]]) -> list[tupl
     return [(c, fused[c]) for c in [*first, *rest]]
 
 
+@dataclass(frozen=True, slots=True)
+class DenseRanking:
+    """The local index's answer to one query: passages nearest in meaning, best first, the
+    query's vector, and how far the index has got (empty when complete)."""
+
+    ranking: list[int]
+    query: Matrix
+    progress: str
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningProgress:
+    embedded_notes: int
+    notes: int
+    embedded_passages: int
+    passages: int
+
+    @property
+    def complete(self) -> bool:
+        return self.embedded_passages == self.passages
+
+    def line(self) -> str:
+        return f"meaning index: {self.embedded_notes:,} of {self.notes:,} notes"
+
+
+@dataclass(frozen=True, slots=True)
+class RankedPassages:
+    """Fused (chunk id, score) best first; the sources that took part and a note on them
+    (as the response's first line names them); how many passages matched at all; the
+    spans of passages that stand for a whole short block."""
+
+    source: str
+    note: str
+    ranked: list[tuple[int, float]]
+    total: int
+    whole_blocks: dict[int, tuple[int, int]]
+
+    @property
+    def top_score(self) -> float:
+        """What scores are shown relative to: the best fused score (seated passages come
+        first, so it need not be the first one's)."""
+        return max((score for _, score in self.ranked), default=1.0)
+
+
+def source_label(answer: SemanticAnswer, dense: DenseRanking | None) -> tuple[str, str]:
+    """The sources as the response names them: the local index beside (or instead of) the
+    semantic source once it has vectors, and how far its build has got until it is done."""
+    if dense is None:
+        return answer.source, answer.note
+    note = "; ".join(n for n in (answer.note, dense.progress) if n)
+    if not dense.ranking:
+        return answer.source, note
+    if answer.source == "lexical-fallback":
+        return "local-index", note
+    return f"{answer.source}+local-index", note
+
+
 def query_terms(query: str) -> list[str]:
     # A query of stopwords only ("who is she") still deserves an answer.
     return terms(query) or [stem(word) for word in words(query)]
 
 
 class Retriever:
-    """Keyword index, semantic sources and packing over one vault."""
+    """Keyword index, the local passage index, semantic sources and packing over one vault."""
 
-    def __init__(self, vault: Vault, settings: Settings) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        settings: Settings,
+        store: IndexStore,
+        embedder: EmbedderSlot | None,
+        builder: EmbeddingBuilder | None,
+    ) -> None:
         self.vault = vault
         self.settings = settings
-        self.corpus = Corpus(vault)
+        self.corpus = Corpus(vault, store, refresh_seconds=settings.index_refresh_seconds)
+        # None: meaning from the local index is switched off (keywords and other sources).
+        self.embedder = embedder
+        self.builder = builder
+        self._vectors: PassageVectors | None = None
         self.stages = Stages.without(settings.stages_off)
         self._vocabulary: tuple[int, Vocabulary] | None = None
         self.links = LinkGraph()
         env_dir = vault.smart_env_dir
         self.semantic = SemanticSources(
             vault.rest, settings.semantic_route, SmartEnvCache(env_dir) if env_dir else None
+        )
+
+    # -- the local passage index -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the background build after its batch in hand, and close the index."""
+        if self.builder is not None:
+            self.builder.stop()
+        if self.embedder is not None:
+            self.embedder.settle()
+        self.corpus.store.close()
+
+    async def passage_vectors(self) -> PassageVectors | None:
+        """The stored passage vectors, brought up to date with the index file (this process's
+        build and any other's); None when the local index is off."""
+        if self.embedder is None:
+            return None
+        embedder = await anyio.to_thread.run_sync(self.embedder.get)
+        if self._vectors is None:
+            self._vectors = PassageVectors(embedder.model_id, embedder.dims)
+        await anyio.to_thread.run_sync(self._vectors.refresh, self.corpus.store)
+        return self._vectors
+
+    async def build_index(self, progress: ProgressCallback | None = None) -> None:
+        """Bring the whole index up to date now: read what changed, then embed every passage
+        without a vector (what the background build would do, in the foreground)."""
+        await self.corpus.sync(read_all=True, progress=progress)
+        if self.builder is None or self.embedder is None:
+            return
+        embedder = await anyio.to_thread.run_sync(self.embedder.get)
+        store = self.corpus.store
+        total = await anyio.to_thread.run_sync(store.count_unembedded, embedder.model_id)
+        done = 0
+
+        def on_batch(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                report = progress  # narrowed for the closure below
+                message = f"embedded {done:,} of {total:,} passages"
+
+                async def notify() -> None:
+                    await report(done, total, message)
+
+                anyio.from_thread.run(notify)
+
+        builder = self.builder
+        await anyio.to_thread.run_sync(lambda: builder.run_until_done(on_batch))
+
+    def index_status(self) -> dict[str, object]:
+        """What `obsidian://status` says of the passage index."""
+        stats = self.corpus.store.stats()
+        updated = stats.last_updated
+        status: dict[str, object] = {
+            "path": stats.path,
+            "notes": stats.notes,
+            "passages": stats.passages,
+            "embedded_passages": stats.embedded_passages,
+            "model": stats.model,
+            "bytes_on_disk": stats.bytes_on_disk,
+            "last_updated": None
+            if updated is None
+            else datetime.fromtimestamp(updated, UTC).isoformat(timespec="seconds"),
+            "meaning": "off (OBSIDIAN_INDEX_EMBEDDINGS=false)"
+            if self.builder is None
+            else "building" if self.builder.running else "idle",
+        }
+        if self.builder is not None and self.builder.failure:
+            status["build_failure"] = self.builder.failure
+        return status
+
+    def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
+        notes = embedded_notes = passages = embedded_passages = 0
+        for record in self.corpus.records():
+            done = sum(
+                1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes)
+            )
+            notes += 1
+            embedded_notes += done == len(record.chunks)
+            passages += len(record.chunks)
+            embedded_passages += done
+        return MeaningProgress(embedded_notes, notes, embedded_passages, passages)
+
+    async def _dense_ranking(self, query: str, prefix: str) -> DenseRanking | None:
+        """Passages nearest the query in meaning, within the folder; starts the background
+        build when passages lack vectors, and says how far it has got."""
+        vectors = await self.passage_vectors()
+        if vectors is None or self.embedder is None or self.builder is None:
+            return None
+        progress = self.meaning_progress(vectors)
+        if not progress.complete:
+            self.builder.start()
+        embedder = self.embedder.get()  # loaded by passage_vectors
+        query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
+        ranking: list[int] = []
+        for digest, _ in vectors.ranked(query_vector):
+            ranking.extend(
+                chunk_id
+                for chunk_id in sorted(self.corpus.chunks_of_text(digest))
+                if self.corpus.chunk(chunk_id).path.startswith(prefix)
+            )
+            if len(ranking) >= _DENSE_DEPTH:
+                break
+        return DenseRanking(
+            ranking[:_DENSE_DEPTH], query_vector, "" if progress.complete else progress.line()
         )
 
     # -- ranked search ---------------------------------------------------------------------
@@ -273,16 +462,15 @@ class Retriever:
         self,
         record: NoteRecord,
         hit: SemanticHit,
-        weighted: list[tuple[str, float]],
+        pick: PassagePicker,
         taken: set[int],
     ) -> tuple[Chunk, tuple[int, int] | None] | None:
         """The passage a semantic hit stands for, among those no better-ranked hit has
         claimed, and the span to show when that is the whole block.
 
         Semantic sources rank whole notes or blocks. A short block is shown whole: the
-        source judged all of it relevant, and a paraphrased question shares no words that
-        could pick a sentence inside it. In a long block the passage that best matches the
-        query's words stands for it, or its first free passage when none matches."""
+        source judged all of it relevant. In a long block the passage nearest the query in
+        meaning stands for it (by its words while the local index lacks its vectors)."""
         content = record.parsed.content
         start, end = record.parsed.body_start, len(content)
         if hit.lines is not None:
@@ -297,23 +485,40 @@ class Retriever:
         block = block_text_span(content, start, end)
         if block is not None and block[1] - block[0] <= WHOLE_BLOCK_CHARS:
             return inside[0], block
-        scores = local_scores([set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted)
-        by_id = dict(zip((c.id for c in record.chunks), scores, strict=True))
-        return max(inside, key=lambda c: (by_id[c.id], -c.start)), None
+        scores = pick(record, inside)
+        return max(inside, key=lambda c: (scores[c.id], -c.start)), None
+
+    def _picker(self, query: list[str], dense: DenseRanking | None) -> PassagePicker:
+        """How a long block's passage is chosen: by meaning when every passage in question
+        has a vector, else by the query's words, weighed by their rarity in the note."""
+        weighted = self.corpus.index.expand(query)
+        vectors = self._vectors
+
+        def pick(record: NoteRecord, inside: list[Chunk]) -> dict[int, float]:
+            if dense is not None and vectors is not None:
+                wanted = {d for c in inside for d in c.text_hashes}
+                near = vectors.similarity(dense.query, wanted)
+                if len(near) == len(wanted):
+                    return {c.id: max(near[d] for d in c.text_hashes) for c in inside}
+            scores = local_scores(
+                [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
+            )
+            return dict(zip((c.id for c in record.chunks), scores, strict=True))
+
+        return pick
 
     def _semantic_ranking(
-        self, answer: SemanticAnswer, query: list[str], prefix: str
+        self, answer: SemanticAnswer, pick: PassagePicker, prefix: str
     ) -> tuple[list[int], dict[int, tuple[int, int]]]:
         """Passages in the semantic order, and the spans of those shown as whole blocks."""
         ranking: list[int] = []
         whole_blocks: dict[int, tuple[int, int]] = {}
         taken: set[int] = set()
-        weighted = self.corpus.index.expand(query)
         for hit in answer.hits:
             record = self.corpus.record(hit.path)
             if record is None or not hit.path.startswith(prefix):
                 continue
-            best = self._best_chunk(record, hit, weighted, taken)
+            best = self._best_chunk(record, hit, pick, taken)
             if best is None:
                 continue
             chunk, block = best
@@ -341,9 +546,7 @@ class Retriever:
         *,
         folder: str,
         progress: ProgressCallback | None = None,
-    ) -> tuple[SemanticAnswer, list[tuple[int, float]], int, dict[int, tuple[int, int]]]:
-        """Fused (chunk id, score) best first, the semantic answer used, how many passages
-        matched at all, and the spans of passages that stand for a whole short block."""
+    ) -> RankedPassages:
         _, prefix = folder_prefix(folder)
         await self.corpus.sync(read_all=True, progress=progress)
         wanted = query_terms(query)
@@ -365,19 +568,26 @@ class Retriever:
             limit=_SEMANTIC_DEPTH,
             seeds=self._seeds(keyword_ranking, in_scope),
         )
-        semantic_ranking, whole_blocks = self._semantic_ranking(answer, wanted, prefix)
+        dense = await self._dense_ranking(query, prefix)
+        semantic_ranking, whole_blocks = self._semantic_ranking(
+            answer, self._picker(wanted, dense), prefix
+        )
+        dense_ranking = dense.ranking if dense is not None else []
         fused = reciprocal_rank_fusion(
             [
                 (keyword_ranking[:_KEYWORD_DEPTH], 1.0),
                 (semantic_ranking, _SEMANTIC_WEIGHT.get(answer.source, 0.0)),
+                (dense_ranking, _DENSE_WEIGHT),
             ]
         )
         seats = [keyword_ranking[:_SEATS]]
         if _SEMANTIC_WEIGHT.get(answer.source, 0.0) >= 1.0:
             seats.append(semantic_ranking[:_SEMANTIC_SEATS])
+        seats.append(dense_ranking[:_DENSE_SEATS])
         ranked = seated(fused, seats)
-        total = len(in_scope.keys() | set(semantic_ranking))
-        return answer, ranked, total, whole_blocks
+        total = len(in_scope.keys() | set(semantic_ranking) | set(dense_ranking))
+        source, note = source_label(answer, dense)
+        return RankedPassages(source, note, ranked, total, whole_blocks)
 
     async def semantic_query(
         self,
@@ -393,12 +603,9 @@ class Retriever:
             raise InvalidArgument("query is empty; ask a question or give a few words.")
         scope, _ = folder_prefix(folder)
         budget = max_tokens or self.settings.max_tokens
-        answer, ranked, total, whole_blocks = await self.ranked_passages(
-            query, folder=scope, progress=progress
-        )
-        # Seats can put a passage above a better-scoring one: scale by the best score, not
-        # the first, so no score exceeds 1.0.
-        top = max((score for _, score in ranked), default=1.0)
+        found = await self.ranked_passages(query, folder=scope, progress=progress)
+        ranked, whole_blocks = found.ranked, found.whole_blocks
+        top = found.top_score
         weighted = self.weighted_terms(query)
         hits: list[PassageHit] = []
         spans: dict[str, list[tuple[int, int]]] = {}
@@ -423,13 +630,13 @@ class Retriever:
             "vault_semantic_query",
             query,
             scope,
-            answer.source,
-            answer.note,
+            found.source,
+            found.note,
             hits,
             limit=limit,
             budget=budget,
             include_context=include_context,
-            total_passages=total,
+            total_passages=found.total,
             total_files=len({self.corpus.chunk(c).path for c, _ in ranked}),
             menu_entries=MENU_ENTRIES if self.stages.menu else 0,
         )

@@ -1,18 +1,27 @@
 """The server's long-lived state: settings, the HTTP client, and what serves the vault (the
 vault itself, the memory store, the retriever and its caches), built once per server run."""
 
-import functools
 import logging
+import threading
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import httpx
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import ConfigurationInvalid, VaultError
-from obsidian_mcp.index.embedder import Embedder, OnnxEmbedder, default_model_files
+from obsidian_mcp.index.embedder import (
+    Embedder,
+    ModelUnavailable,
+    OnnxEmbedder,
+    configured_model_files,
+)
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.store import IndexStore
+from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.memory.cache import memory_cache_path
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
@@ -91,24 +100,56 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
     return Vault(live, disk, selection_note=note), note
 
 
-@functools.cache
-def default_embedder() -> Embedder:
-    """The local model, loaded once per process (every server and test in it shares it)."""
-    return OnnxEmbedder(default_model_files())
+# Loaded models by (file, threads): queries, the background index build and memory
+# recall share one (a second ONNX session costs ~200 MB of resident memory), and so do
+# servers started in one process (tests, benchmarks).
+_MODELS: dict[tuple[Path, int], Embedder] = {}
+_MODELS_LOCK = threading.Lock()
 
 
-def open_memory(settings: Settings, vault: Vault) -> MemoryStore:
+def model_loader(settings: Settings) -> Callable[[], Embedder] | None:
+    """A loader of the configured embedding model, shared per process; None (and a log
+    line saying why) when the settings name a model that is not there."""
+    try:
+        files = configured_model_files(settings)
+    except ModelUnavailable as exc:
+        logger.warning("no embedding model, ranking by words only: %s", exc)
+        return None
+
+    def load() -> Embedder:
+        with _MODELS_LOCK:
+            key = (files.onnx, settings.model_threads)
+            if key not in _MODELS:
+                _MODELS[key] = OnnxEmbedder(files, threads=settings.model_threads)
+            return _MODELS[key]
+
+    return load
+
+
+def open_memory(
+    settings: Settings, vault: Vault, model: Callable[[], Embedder] | None
+) -> MemoryStore:
     """The memory store, its index cached per vault and memory file outside the vault."""
     identity = str(settings.vault_path.resolve()) if settings.vault_path else settings.base_url
-    embedder: Callable[[], Embedder] | None = (
-        default_embedder if settings.memory_meaning else None
-    )
     return MemoryStore(
         vault,
         settings.memory_path,
         cache=memory_cache_path(settings.cache_dir, identity, settings.memory_path),
-        embedder=embedder,
+        embedder=model if settings.memory_meaning else None,
     )
+
+
+def open_retriever(
+    vault: Vault, settings: Settings, model: Callable[[], Embedder] | None
+) -> Retriever:
+    """The retriever over the vault's persistent index; the model starts loading in the
+    background now, so the first query finds it ready."""
+    store = IndexStore(index_path(settings))
+    if not settings.index_embeddings or model is None:
+        return Retriever(vault, settings, store, None, None)
+    slot = EmbedderSlot(model)
+    slot.preload()
+    return Retriever(vault, settings, store, slot, EmbeddingBuilder(store, slot))
 
 
 @asynccontextmanager
@@ -128,17 +169,22 @@ async def app_lifespan(
         return
     async with http:
         vault, note = await open_vault(settings, http)
+        model = model_loader(settings)
         services = (
             VaultServices(
                 vault=vault,
-                memory=open_memory(settings, vault),
-                retriever=Retriever(vault, settings),
+                memory=open_memory(settings, vault, model),
+                retriever=open_retriever(vault, settings, model),
             )
             if vault is not None
             else None
         )
-        async with anyio.create_task_group() as background:
-            if services is not None and settings.memory_meaning:
-                background.start_soon(services.memory.keep_meaning_current)
-            yield AppState(settings=settings, services=services, unavailable_reason=note)
-            background.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as background:
+                if services is not None and settings.memory_meaning:
+                    background.start_soon(services.memory.keep_meaning_current)
+                yield AppState(settings=settings, services=services, unavailable_reason=note)
+                background.cancel_scope.cancel()
+        finally:
+            if services is not None:
+                services.retriever.close()

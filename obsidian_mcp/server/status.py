@@ -38,6 +38,7 @@ async def status_data(state: AppState) -> dict[str, object]:
         "smart_env": str(vault.smart_env_dir) if vault.smart_env_dir else None,
         "notes": status.notes,
         "memory": memory,
+        "index": state.services.retriever.index_status(),
         "scratch_path": state.settings.scratch_path,
     }
 
@@ -47,7 +48,8 @@ def register_status_resource(mcp: MCPServer[AppState], state_ref: StateRef) -> N
         "obsidian://status",
         name="status",
         description="Which vault sources this server uses (REST API, vault folder, semantic "
-        "source) and any problem with them.",
+        "source), the passage index (path, notes, passages, model, size, last update) and "
+        "any problem with them.",
         mime_type="application/json",
     )
     async def status() -> str:

@@ -1,0 +1,442 @@
+# pyright: strict
+"""The persistent passage index: one SQLite file per vault, outside the vault.
+
+It holds what a new server process needs to answer without reading a note: each note's
+stat, content hash, text and the terms that name it; its passages (heading path, span,
+index terms); the texts embedded for each passage (a few sentences each, see
+`obsidian_mcp.retrieval.corpus.WINDOW_CHARS`); and vectors keyed by the hash of such a
+text, so an unchanged text is never embedded twice, whichever note it moves to.
+
+Several server processes share one file: WAL (readers never wait for the writer), a busy
+timeout, and every write in `BEGIN IMMEDIATE` (one writer at a time, taken up front so two
+writers never deadlock upgrading their locks). `PRAGMA user_version` is the schema version:
+`_MIGRATIONS[n]` takes a file from version n to n + 1, so a later change (the memory
+vectors table, for one) is a new entry at the end. A file that SQLite cannot read, or that
+a newer program wrote, is set aside and rebuilt, with a log line.
+
+Everything here blocks; callers on the event loop run the heavy calls in a worker thread.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Generator, Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+Matrix = npt.NDArray[np.float32]
+P = TypeVar("P")
+
+# How long a writer waits for another process's transaction before giving up; a batch of
+# embeddings commits in well under a second, so this only trips on a hung process.
+BUSY_TIMEOUT_MS = 10_000
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: notes, passages, their embedded texts, vectors.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE notes (
+        path TEXT PRIMARY KEY,
+        mtime_ms INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        label_terms TEXT NOT NULL,
+        backlinks TEXT,
+        content TEXT NOT NULL,
+        indexed_at REAL NOT NULL
+    );
+    CREATE TABLE passages (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL REFERENCES notes(path) ON DELETE CASCADE,
+        section TEXT NOT NULL,
+        start INTEGER NOT NULL,
+        "end" INTEGER NOT NULL,
+        terms TEXT NOT NULL,
+        heading_terms TEXT NOT NULL
+    );
+    CREATE INDEX passages_by_path ON passages(path);
+    CREATE TABLE passage_texts (
+        passage_id INTEGER NOT NULL REFERENCES passages(id) ON DELETE CASCADE,
+        text_hash TEXT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX passage_texts_by_passage ON passage_texts(passage_id);
+    CREATE INDEX passage_texts_by_hash ON passage_texts(text_hash);
+    CREATE TABLE passage_vectors (
+        seq INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        UNIQUE (model, text_hash)
+    );
+    """,
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def index_file(index_dir: Path, identity: str, name: str) -> Path:
+    """The index of the vault known by `identity`; `name` only makes the file recognisable."""
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    readable = _UNSAFE_NAME.sub("-", name).strip("-")[:40] or "vault"
+    return index_dir / f"{readable}-{digest}.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRow:
+    section: tuple[str, ...]
+    start: int
+    end: int
+    terms: tuple[str, ...]
+    heading_terms: tuple[str, ...]
+    # What the embedding model sees: a few sentences each, with where they sit.
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPassage:
+    id: int
+    path: str
+    section: tuple[str, ...]
+    start: int
+    end: int
+    terms: tuple[str, ...]
+    heading_terms: tuple[str, ...]
+    text_hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Note(Generic[P]):
+    """A note as the index keeps it: with its passages as cut (`PassageRow`, to store) or
+    as stored (`StoredPassage`, with ids and text hashes)."""
+
+    path: str
+    mtime_ms: int
+    size: int
+    content: str
+    label_terms: tuple[str, ...]
+    backlinks: tuple[str, ...] | None
+    passages: tuple[P, ...]
+
+
+NoteRow = Note[PassageRow]
+StoredNote = Note[StoredPassage]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    path: str
+    notes: int
+    passages: int
+    embedded_passages: int
+    model: str | None
+    bytes_on_disk: int
+    last_updated: float | None
+
+
+_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks "
+_PASSAGE_COLUMNS = 'SELECT id, path, section, start, "end", terms, heading_terms FROM passages '
+_PASSAGE_ORDER = "ORDER BY id"
+_TEXT_COLUMNS = "SELECT passage_id, text_hash FROM passage_texts "
+_TEXT_ORDER = "ORDER BY passage_id, rowid"
+
+
+class IndexStore:
+    """The index file of one vault. One connection, shared by threads under a lock."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._db = self._open_or_rebuild()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA journal_mode = WAL")
+        # WAL with NORMAL loses at most the last transactions on power loss, never
+        # consistency; the index is a cache, rebuilt from the vault.
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        with self._write(db):
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise _NewerSchema(version)
+            for script in _MIGRATIONS[version:]:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Touch every table: a truncated or overwritten file fails here, not mid-query.
+        for table in ("meta", "notes", "passages", "passage_texts", "passage_vectors"):
+            db.execute(f"SELECT count(*) FROM {table}").fetchone()
+
+    def _open_or_rebuild(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = None
+        try:
+            db = self._connect()
+            self._migrate(db)
+            return db
+        except (sqlite3.DatabaseError, _NewerSchema) as exc:
+            if db is not None:
+                db.close()
+            if self.path == ":memory:":
+                raise
+            logger.warning("passage index %s is unusable (%s); rebuilding it", self.path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                Path(self.path + suffix).unlink(missing_ok=True)
+            db = self._connect()
+            self._migrate(db)
+            return db
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self, db: sqlite3.Connection | None = None) -> Generator[sqlite3.Connection]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE)."""
+        db = db or self._db
+        with self._lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # -- notes and passages ------------------------------------------------------------------
+
+    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, tuple[StoredPassage, ...]]:
+        """Store (or replace) notes and their passages in one transaction; the stored
+        passages of each note, with their ids."""
+        stored: dict[str, tuple[StoredPassage, ...]] = {}
+        now = time.time()
+        with self._write() as db:
+            for note in notes:
+                db.execute("DELETE FROM notes WHERE path = ?", (note.path,))
+                db.execute(
+                    "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        note.path,
+                        note.mtime_ms,
+                        note.size,
+                        text_hash(note.content),
+                        " ".join(note.label_terms),
+                        None if note.backlinks is None else json.dumps(note.backlinks),
+                        note.content,
+                        now,
+                    ),
+                )
+                passages: list[StoredPassage] = []
+                for passage in note.passages:
+                    cursor = db.execute(
+                        'INSERT INTO passages (path, section, start, "end", terms, '
+                        "heading_terms) VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            note.path,
+                            json.dumps(passage.section),
+                            passage.start,
+                            passage.end,
+                            " ".join(passage.terms),
+                            " ".join(passage.heading_terms),
+                        ),
+                    )
+                    passage_id = int(cursor.lastrowid or 0)
+                    digests = tuple(text_hash(text) for text in passage.texts)
+                    db.executemany(
+                        "INSERT INTO passage_texts VALUES (?, ?, ?)",
+                        [
+                            (passage_id, digest, text)
+                            for digest, text in zip(digests, passage.texts, strict=True)
+                        ],
+                    )
+                    passages.append(
+                        StoredPassage(
+                            passage_id,
+                            note.path,
+                            passage.section,
+                            passage.start,
+                            passage.end,
+                            passage.terms,
+                            passage.heading_terms,
+                            digests,
+                        )
+                    )
+                stored[note.path] = tuple(passages)
+        return stored
+
+    def delete_notes(self, paths: Iterable[str]) -> None:
+        with self._write() as db:
+            db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in paths])
+
+    def load_notes(self, paths: Iterable[str] | None = None) -> dict[str, StoredNote]:
+        """Stored notes with their passages: all of them, or those of `paths`."""
+        with self._lock:
+            if paths is None:
+                note_rows = self._db.execute(_NOTE_COLUMNS + "FROM notes").fetchall()
+                passage_rows = self._db.execute(_PASSAGE_COLUMNS + _PASSAGE_ORDER).fetchall()
+                text_rows = self._db.execute(_TEXT_COLUMNS + _TEXT_ORDER).fetchall()
+            else:
+                note_rows: list[Any] = []
+                passage_rows: list[Any] = []
+                text_rows: list[Any] = []
+                for path in paths:
+                    note_rows += self._db.execute(
+                        _NOTE_COLUMNS + "FROM notes WHERE path = ?", (path,)
+                    ).fetchall()
+                    passage_rows += self._db.execute(
+                        _PASSAGE_COLUMNS + "WHERE path = ? " + _PASSAGE_ORDER, (path,)
+                    ).fetchall()
+                    text_rows += self._db.execute(
+                        _TEXT_COLUMNS
+                        + "WHERE passage_id IN (SELECT id FROM passages WHERE path = ?) "
+                        + _TEXT_ORDER,
+                        (path,),
+                    ).fetchall()
+        hashes: dict[int, list[str]] = {}
+        for passage_id, digest in text_rows:
+            hashes.setdefault(passage_id, []).append(digest)
+        by_note: dict[str, list[StoredPassage]] = {}
+        for pid, path, section, start, end, terms, heading_terms in passage_rows:
+            by_note.setdefault(path, []).append(
+                StoredPassage(
+                    pid,
+                    path,
+                    tuple(json.loads(section)),
+                    start,
+                    end,
+                    tuple(terms.split()),
+                    tuple(heading_terms.split()),
+                    tuple(hashes.get(pid, ())),
+                )
+            )
+        return {
+            path: Note(
+                path,
+                mtime_ms,
+                size,
+                content,
+                tuple(label_terms.split()),
+                None if backlinks is None else tuple(json.loads(backlinks)),
+                tuple(by_note.get(path, ())),
+            )
+            for path, mtime_ms, size, content, label_terms, backlinks in note_rows
+        }
+
+    def stored_stats(self) -> dict[str, tuple[int, int]]:
+        """(mtime_ms, size) of every stored note."""
+        with self._lock:
+            rows = self._db.execute("SELECT path, mtime_ms, size FROM notes").fetchall()
+        return {path: (mtime, size) for path, mtime, size in rows}
+
+    # -- vectors -----------------------------------------------------------------------------
+
+    def unembedded(self, model: str, limit: int) -> list[tuple[str, str]]:
+        """(text hash, text) of up to `limit` distinct passage texts with no vector yet, in
+        the order their notes were stored, so that notes are done one after another and a
+        half-built index is complete for some notes rather than partial for all."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.text_hash, min(t.text) FROM passage_texts t "
+                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                "WHERE v.seq IS NULL GROUP BY t.text_hash ORDER BY min(t.passage_id) LIMIT ?",
+                (model, limit),
+            ).fetchall()
+        return [(digest, text) for digest, text in rows]
+
+    def count_unembedded(self, model: str) -> int:
+        """Distinct passage texts with no vector of `model` yet."""
+        with self._lock:
+            return int(
+                self._db.execute(
+                    "SELECT count(DISTINCT t.text_hash) FROM passage_texts t "
+                    "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                    "WHERE v.seq IS NULL",
+                    (model,),
+                ).fetchone()[0]
+            )
+
+    def put_vectors(self, model: str, hashes: Sequence[str], vectors: Matrix) -> None:
+        rows = [
+            (model, digest, vectors[i].astype(np.float32).tobytes())
+            for i, digest in enumerate(hashes)
+        ]
+        with self._write() as db:
+            # Another process may have embedded the same text meanwhile: same model, same
+            # text, same vector; the first one stays.
+            db.executemany(
+                "INSERT OR IGNORE INTO passage_vectors (model, text_hash, vector) VALUES (?, ?, ?)",
+                rows,
+            )
+            self._set_meta(db, "model", model)
+
+    def vectors_since(self, model: str, seq: int) -> tuple[int, list[str], Matrix | None]:
+        """Vectors of `model` stored after `seq`: the last seq, their text hashes, the rows."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, text_hash, vector FROM passage_vectors "
+                "WHERE model = ? AND seq > ? ORDER BY seq",
+                (model, seq),
+            ).fetchall()
+        if not rows:
+            return seq, [], None
+        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32)
+        return int(rows[-1][0]), [row[1] for row in rows], matrix.reshape(len(rows), -1)
+
+    # -- status ------------------------------------------------------------------------------
+
+    def _set_meta(self, db: sqlite3.Connection, key: str, value: str) -> None:
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def stats(self) -> IndexStats:
+        with self._lock:
+            notes, updated = self._db.execute(
+                "SELECT count(*), max(indexed_at) FROM notes"
+            ).fetchone()
+            passages = self._db.execute("SELECT count(*) FROM passages").fetchone()[0]
+            model_row = self._db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+            model = model_row[0] if model_row else None
+            # A passage counts as embedded when every one of its texts has a vector.
+            embedded = passages - self._db.execute(
+                "SELECT count(DISTINCT t.passage_id) FROM passage_texts t "
+                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                "WHERE v.seq IS NULL",
+                (model or "",),
+            ).fetchone()[0]
+        size = sum(
+            os.path.getsize(self.path + suffix)
+            for suffix in ("", "-wal")
+            if self.path != ":memory:" and os.path.exists(self.path + suffix)
+        )
+        return IndexStats(self.path, notes, passages, embedded, model, size, updated)
+
+
+class _NewerSchema(Exception):
+    def __init__(self, version: int) -> None:
+        super().__init__(f"schema version {version} is newer than this program's {SCHEMA_VERSION}")

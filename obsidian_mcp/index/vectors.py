@@ -1,0 +1,161 @@
+# pyright: strict
+"""Passage vectors for search, and the background work that makes them.
+
+`PassageVectors` is the stored vectors of one model as one matrix in memory, grown by what
+was stored since it last looked (by this process or another one sharing the file), so a
+query costs one matrix product. `EmbeddingBuilder` embeds, in a background thread, every
+passage text that has no vector yet, a batch per transaction, so a first build of a large
+vault never holds up a query and a process that stops half-way loses one batch at most.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.store import IndexStore
+
+logger = logging.getLogger(__name__)
+
+# Texts embedded and committed together. Queries share the model with the build and wait
+# for the batch in hand: with 16, the warm query median during a build was 850 ms on this
+# 2-core machine under load (python -m bench.index_bench, 1,000 notes); texts are short
+# runs of sentences, so smaller batches cost little throughput and bound that wait.
+BUILD_BATCH = 4
+
+
+class PassageVectors:
+    """Stored vectors of one model, as rows of one matrix, by passage text hash."""
+
+    def __init__(self, model: str, dims: int) -> None:
+        self.model = model
+        self._seq = 0
+        self._rows: dict[str, int] = {}
+        self._hashes: list[str] = []
+        # Capacity doubles as rows arrive, so loading a build batch by batch stays linear.
+        self._matrix: Matrix = np.zeros((0, dims), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    def __contains__(self, digest: str) -> bool:
+        return digest in self._rows
+
+    def refresh(self, store: IndexStore) -> int:
+        """Take in the vectors stored since the last refresh; how many arrived."""
+        seq, hashes, matrix = store.vectors_since(self.model, self._seq)
+        self._seq = seq
+        if matrix is None:
+            return 0
+        fresh = [(i, digest) for i, digest in enumerate(hashes) if digest not in self._rows]
+        needed = len(self._hashes) + len(fresh)
+        if needed > self._matrix.shape[0]:
+            grown = np.zeros((max(needed, 2 * self._matrix.shape[0]), matrix.shape[1]), np.float32)
+            grown[: len(self._hashes)] = self._matrix[: len(self._hashes)]
+            self._matrix = grown
+        for i, digest in fresh:
+            self._rows[digest] = len(self._hashes)
+            self._matrix[len(self._hashes)] = matrix[i]
+            self._hashes.append(digest)
+        return len(fresh)
+
+    def ranked(self, query: Matrix) -> Iterator[tuple[str, float]]:
+        """Every stored text by cosine similarity to the query vector (unit length), nearest
+        first."""
+        scores = self._matrix[: len(self._hashes)] @ query
+        for row in np.argsort(-scores):
+            yield self._hashes[row], float(scores[row])
+
+    def similarity(self, query: Matrix, digests: Iterable[str]) -> dict[str, float]:
+        """Cosine similarity of the query vector to those of the given texts that have one."""
+        rows = {digest: self._rows[digest] for digest in digests if digest in self._rows}
+        if not rows:
+            return {}
+        scores = self._matrix[list(rows.values())] @ query
+        return dict(zip(rows, scores.tolist(), strict=True))
+
+
+class EmbedderSlot:
+    """An embedding model loaded once, in a worker thread, the first time it is wanted; the
+    ONNX session takes a second or more to load, which must not hold up start-up."""
+
+    def __init__(self, load: Callable[[], Embedder]) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self._preloading: threading.Thread | None = None
+
+    def preload(self) -> None:
+        """Start loading the model in a background thread."""
+        self._preloading = threading.Thread(target=self.get, name="embedding-model", daemon=True)
+        self._preloading.start()
+
+    def settle(self) -> None:
+        """Wait for a load under way: a process must not exit while ONNX Runtime is loading
+        in another thread (its C++ runtime aborts the process)."""
+        if self._preloading is not None:
+            self._preloading.join()
+
+    def get(self) -> Embedder:
+        """The model, loaded now if needed (blocking: call it from a worker thread)."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._load()
+            return self._embedder
+
+
+class EmbeddingBuilder:
+    """Embeds every passage text without a vector, in one background thread at a time."""
+
+    def __init__(self, store: IndexStore, embedder: EmbedderSlot) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.failure: str | None = None
+
+    @property
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def start(self) -> None:
+        """Start the background build if it is not running; it stops when all is embedded."""
+        with self._lock:
+            if self.running or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._run, name="passage-embedding", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.run_until_done()
+        except Exception as exc:  # the thread's last word: logged and shown in the status
+            logger.exception("embedding passages failed")
+            self.failure = f"{type(exc).__name__}: {exc}"
+
+    def run_until_done(self, on_batch: Callable[[int], None] | None = None) -> int:
+        """Embed batch after batch until nothing is left; how many texts were embedded."""
+        embedder = self._embedder.get()
+        done = 0
+        while not self._stop.is_set():
+            pending = self._store.unembedded(embedder.model_id, BUILD_BATCH)
+            if not pending:
+                break
+            vectors = embedder.embed([text for _, text in pending])
+            self._store.put_vectors(embedder.model_id, [digest for digest, _ in pending], vectors)
+            done += len(pending)
+            if on_batch is not None:
+                on_batch(len(pending))
+        return done
+
+    def stop(self) -> None:
+        """Stop after the batch in hand (its vectors are kept). Waits for it: a process must
+        not exit while ONNX Runtime runs in another thread (its C++ runtime aborts)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join()

@@ -1,0 +1,347 @@
+"""The persistent passage index: storage, restarts, freshness, the background build, and
+meaning in the ranking. Real SQLite files, the real embedding model (loaded once per test
+session by `load_embedder`), real vault folders and the stand-in Local REST API."""
+
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path, vault_identity
+from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore
+from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.server.app import model_loader, open_retriever
+from obsidian_mcp.sources.base import NoteData
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.vault import Vault
+from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import REPO_ROOT
+from tests.standin.process import StandinProcess
+
+FERRY = (
+    "# The Ferry\n\n## Rules\n\n"
+    "Old Tomas refuses to carry anyone across the river once the sun has set. "
+    "He says the current changes its mind in the dark.\n"
+)
+LIBRARY = (
+    "# The Library\n\n## Catalogue\n\n"
+    "The archive keeps its ledgers in oak cabinets, sorted by the year of their binding.\n"
+)
+GARDEN = (
+    "# The Garden\n\n## Beds\n\n"
+    "Tomatoes grow against the south wall, where the bricks hold the afternoon heat.\n"
+)
+# Shares no content word with FERRY: only meaning leads there.
+PARAPHRASE = "Which boatman won't take passengers over the water at night?"
+
+
+class CountingFolder(FolderSource):
+    """The vault folder, counting the notes read from it."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    async def read_note(self, path: str) -> NoteData:
+        self.reads.append(path)
+        return await super().read_note(path)
+
+
+def small_vault(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in (("Ferry.md", FERRY), ("Library.md", LIBRARY), ("Garden.md", GARDEN)):
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def retriever_on(
+    root: Path, tmp_path: Path, **overrides: object
+) -> tuple[Retriever, CountingFolder]:
+    settings = folder_settings(root, tmp_path, index_dir=tmp_path / "index", **overrides)
+    folder = CountingFolder(root)
+    return open_retriever(Vault(None, folder), settings, model_loader(settings)), folder
+
+
+def first_line(result_text: str) -> str:
+    return result_text.splitlines()[0]
+
+
+def first_group(result_text: str) -> str:
+    return next(line for line in result_text.splitlines() if line.startswith("## "))
+
+
+async def answer(retriever: Retriever, query: str) -> str:
+    from obsidian_mcp.retrieval.render import format_search
+
+    return format_search(await retriever.semantic_query(query, limit=3))
+
+
+def bump_mtime(path: Path) -> None:
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000))
+
+
+# -- the file ------------------------------------------------------------------------------
+
+
+def test_index_lives_in_the_cache_dir_keyed_by_the_vault(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    settings = Settings.model_validate({"vault_path": vault, "config_dir": tmp_path})
+    path = index_path(settings)
+    assert path.is_relative_to(Path(os.environ["XDG_CACHE_HOME"]))
+    assert not path.is_relative_to(vault)
+    other = Settings.model_validate({"vault_path": tmp_path / "other", "config_dir": tmp_path})
+    assert index_path(other) != path
+    rest = Settings.model_validate({"api_key": "k", "port": 27124, "config_dir": tmp_path})
+    assert vault_identity(rest)[0] == "rest:127.0.0.1:27124"
+
+
+def test_store_keeps_notes_and_reports_its_schema(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    IndexStore(path).close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.anyio
+async def test_truncated_or_newer_index_is_rebuilt_with_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vault = small_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path)
+    await retriever.build_index()
+    file = Path(retriever.corpus.store.path)
+    retriever.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(file) + suffix).unlink(missing_ok=True)
+    data = file.read_bytes()
+    file.write_bytes(data[: len(data) // 3])  # a crash or a full disk mid-copy
+
+    with caplog.at_level(logging.WARNING):
+        retriever, _ = retriever_on(vault, tmp_path)
+    assert "rebuilding it" in caplog.text
+    text = await answer(retriever, "tomatoes south wall")
+    assert "Garden.md" in text
+    retriever.close()
+
+    with sqlite3.connect(file) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        IndexStore(file).close()
+    assert "newer than this program" in caplog.text
+
+
+# -- restarts and incremental updates ------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_new_process_answers_from_the_index_without_reading_notes(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    first, folder = retriever_on(vault, tmp_path)
+    await first.build_index()
+    assert sorted(folder.reads) == ["Ferry.md", "Garden.md", "Library.md"]
+    first.close()
+
+    again, folder = retriever_on(vault, tmp_path)
+    text = await answer(again, PARAPHRASE)
+    assert folder.reads == []
+    assert "local passage index" in first_line(text)
+    assert first_group(text).startswith("## Ferry.md")
+    again.close()
+
+
+@pytest.mark.anyio
+async def test_only_changed_notes_are_reread_and_only_new_texts_embedded(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    retriever, folder = retriever_on(vault, tmp_path)
+    await retriever.build_index()
+    store = retriever.corpus.store
+    embedded = store.stats().embedded_passages
+    folder.reads.clear()
+
+    (vault / "Garden.md").write_text(GARDEN + "\n## Pond\n\nCarp circle under the lilies.\n")
+    bump_mtime(vault / "Garden.md")
+    await retriever.build_index()
+    assert folder.reads == ["Garden.md"]
+    model = store.stats().model or ""
+    assert store.count_unembedded(model) == 0
+    # The unchanged passage kept its vector; only the new one was embedded.
+    assert store.stats().embedded_passages == embedded + 1
+    text = await answer(retriever, "fish swimming beneath water plants")
+    assert "Carp circle" in text
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_an_edit_on_disk_is_used_once_the_refresh_interval_has_passed(
+    tmp_path: Path,
+) -> None:
+    vault = small_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path, index_refresh_seconds=0.5)
+    await retriever.build_index()
+    assert "walnut tree shades" not in await answer(retriever, "walnut tree library")
+
+    (vault / "Library.md").write_text(LIBRARY + "\nA walnut tree shades the reading room.\n")
+    bump_mtime(vault / "Library.md")
+    await anyio.sleep(0.6)  # the stated staleness bound, not a timing assertion
+    assert "walnut tree shades" in await answer(retriever, "walnut tree library")
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_stats_are_listed_once_per_interval_but_own_writes_are_seen_at_once(
+    tmp_path: Path,
+) -> None:
+    vault = small_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path, index_refresh_seconds=600)
+    await retriever.build_index()
+    (vault / "Garden.md").write_text(GARDEN + "\nA quince tree leans over the gate.\n")
+    bump_mtime(vault / "Garden.md")
+    # Within the interval the vault is not listed again: the edit waits for the next listing.
+    assert "quince tree leans" not in await answer(retriever, "quince tree gate")
+
+    await retriever.vault.append("Library.md", "\nThe reading lamps burn whale oil.\n")
+    text = await answer(retriever, "quince tree gate whale oil lamps")
+    assert "quince tree leans" in text and "whale oil" in text
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_rest_put_is_used_by_the_next_query(
+    standin: StandinProcess, tmp_path: Path
+) -> None:
+    settings = rest_settings(standin, tmp_path, index_dir=tmp_path / "index")
+    async with Client(_server(settings), raise_exceptions=True) as client:
+        before = await _query(client, "pelican lighthouse keeper")
+        assert "feeds a pelican" not in before
+        async with standin.async_client() as http:
+            response = await http.put(
+                "/vault/Places/Pelican Light.md",
+                content="# Pelican Light\n\nThe lighthouse keeper feeds a pelican at dawn.\n",
+                headers={"Content-Type": "text/markdown"},
+            )
+            assert response.status_code == 204
+        try:
+            after = await _query(client, "pelican lighthouse keeper")
+            assert "feeds a pelican at dawn" in after
+        finally:
+            async with standin.async_client() as http:
+                await http.delete("/vault/Places/Pelican Light.md")
+
+
+def _server(settings: Settings):
+    from obsidian_mcp.server import build_server
+
+    return build_server(settings)
+
+
+async def _query(client: Client, query: str) -> str:
+    result = await client.call_tool("vault_semantic_query", {"query": query})
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+# -- the background build ------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(40):
+        (vault / f"Note {n}.md").write_text(
+            f"# Note {n}\n\n"
+            + "\n\n".join(
+                f"Paragraph {p} of note {n} talks about lanterns, tides and the harbour "
+                f"ledger number {n * 10 + p}, in several plain sentences."
+                for p in range(4)
+            )
+        )
+    retriever, _ = retriever_on(vault, tmp_path)
+    text = await answer(retriever, "harbour ledger number 123")
+    assert "Note 12.md" in text
+    progress = first_line(text)
+    assert "meaning index:" in progress and "of 40 notes" in progress
+    assert "meaning index: 40 of 40" not in progress
+    assert retriever.builder is not None and retriever.builder.running
+    retriever.close()  # stops after the batch in hand; what it embedded is kept
+    assert IndexStore(retriever.corpus.store.path).stats().notes == 40
+
+
+def test_two_processes_share_the_index_while_one_builds(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(30):
+        (vault / f"Log {n}.md").write_text(
+            f"# Log {n}\n\nThe watch on day {n} saw gulls over the breakwater and a "
+            f"cargo of salt unloaded at pier {n % 7}.\n"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
+    env |= {"OBSIDIAN_CONFIG_DIR": str(tmp_path), "OBSIDIAN_INDEX_DIR": str(tmp_path / "ix")}
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "obsidian_mcp", "index", "--vault", str(vault)],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    async def serve_meanwhile() -> list[str]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "obsidian_mcp", "serve", "--vault", str(vault)],
+            env=env,
+            cwd=str(REPO_ROOT),
+        )
+        answers: list[str] = []
+        async with Client(params) as client:
+            while builder.poll() is None or len(answers) < 2:
+                result = await client.call_tool(
+                    "vault_semantic_query", {"query": "salt unloaded at pier 3"}
+                )
+                assert not result.is_error
+                answers.append(
+                    "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+                )
+                await anyio.sleep(0.2)
+        return answers
+
+    answers = anyio.run(serve_meanwhile)
+    out, err = builder.communicate(timeout=300)
+    assert builder.returncode == 0, err
+    assert "30 notes" in out
+    assert all("pier 3" in text for text in answers)
+    index = next((tmp_path / "ix").glob("*.sqlite3"))
+    with sqlite3.connect(index) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM notes").fetchone()[0] == 30
+    stats = IndexStore(index).stats()
+    assert stats.embedded_passages == stats.passages
+
+
+# -- status --------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_status_names_the_index(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path)
+    await retriever.build_index()
+    status = retriever.index_status()
+    assert status["notes"] == 3 and status["passages"] == 3
+    assert status["embedded_passages"] == 3 and status["model"] == "all-MiniLM-L6-v2"
+    assert str(status["path"]).startswith(str(tmp_path / "index"))
+    assert int(str(status["bytes_on_disk"])) > 0 and status["last_updated"]
+    retriever.close()
