@@ -93,7 +93,8 @@ def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_pa
     assert "[FAIL] API key accepted" in done.stdout
     assert "Settings > Local REST API" in done.stdout
     # Extensions are listed only to an accepted key: the semantic source is unknown, not absent.
-    assert "[skip] semantic source: unknown" in done.stdout
+    assert "semantic source: the local passage index" in done.stdout
+    assert "unknown until Obsidian answers and accepts the key" in done.stdout
     assert "Smart Connections" not in done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith("broken:")
     assert "not-the-key" not in done.stdout + done.stderr

@@ -345,3 +345,19 @@ async def test_status_names_the_index(tmp_path: Path) -> None:
     assert str(status["path"]).startswith(str(tmp_path / "index"))
     assert int(str(status["bytes_on_disk"])) > 0 and status["last_updated"]
     retriever.close()
+
+
+def test_an_index_that_cannot_be_written_lives_in_memory_for_the_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    with caplog.at_level(logging.WARNING):
+        store = IndexStore(blocker / "index" / "vault.sqlite3")
+    try:
+        assert store.path == ":memory:"
+        assert "keeping it in memory for this session" in caplog.text
+        assert store.stats().notes == 0  # and it works
+    finally:
+        store.close()
+    assert blocker.read_text() == "a file where the cache folder should be"

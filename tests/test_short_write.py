@@ -6,6 +6,7 @@ The error names the cause, nothing acknowledged is lost, and the file has no hal
 the next append, after the limit is gone, starts on a clean line."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,9 @@ def server(vault: Path, config: Path, *, limited: bool) -> StdioServerParameters
         env={
             "OBSIDIAN_VAULT_PATH": str(vault),
             "OBSIDIAN_CONFIG_DIR": str(config),
+            # The session's cache folder (tests/conftest.py): under the limit the passage
+            # and memory indexes cannot be written there either, and stay in memory.
+            "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
             # Under the limit, a bytecode cache write would be cut short and poison the cache.
             "PYTHONDONTWRITEBYTECODE": "1",
         },

@@ -196,22 +196,43 @@ class IndexStore:
             db.execute(f"SELECT count(*) FROM {table}").fetchone()
 
     def _open_or_rebuild(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = None
         try:
-            db = self._connect()
-            self._migrate(db)
-            return db
+            return self._open()
+        except sqlite3.OperationalError as exc:
+            # The disk is full, read-only or failing: the file may be fine, so it is kept.
+            return self._in_memory(exc)
         except (sqlite3.DatabaseError, _NewerSchema) as exc:
-            if db is not None:
-                db.close()
             if self.path == ":memory:":
                 raise
             logger.warning("passage index %s is unusable (%s); rebuilding it", self.path, exc)
-            for suffix in ("", "-wal", "-shm"):
-                Path(self.path + suffix).unlink(missing_ok=True)
-            db = self._connect()
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(self.path + suffix).unlink(missing_ok=True)
+                return self._open()
+            except (sqlite3.DatabaseError, OSError) as again:
+                return self._in_memory(again)
+        except OSError as exc:  # the cache folder cannot be created
+            return self._in_memory(exc)
+
+    def _open(self) -> sqlite3.Connection:
+        db = self._connect()
+        try:
             self._migrate(db)
-            return db
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _in_memory(self, exc: Exception) -> sqlite3.Connection:
+        """An index that lives as long as this process: the server answers on, and the
+        next process tries the file again."""
+        logger.warning(
+            "passage index %s cannot be written (%s); keeping it in memory for this session",
+            self.path,
+            exc,
+        )
+        self.path = ":memory:"
+        return self._open()
 
     def close(self) -> None:
         with self._lock:
