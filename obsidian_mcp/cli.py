@@ -101,15 +101,25 @@ async def _call(
 
 class ProgressBar:
     """A one-line progress bar on stderr, redrawn in place; a finished phase (reading
-    notes, then embedding passages) keeps its line."""
+    notes, then embedding passages) keeps its line. When stderr is not a terminal (a log
+    file, a client's pipe), one plain line per tenth instead of redraws."""
 
     WIDTH = 30
 
     def __init__(self) -> None:
         self._width = 0
+        self._redraw = sys.stderr.isatty()
+        self._tenths_shown = -1
 
     async def __call__(self, done: float, total: float | None, message: str | None) -> None:
         fraction = min(done / total, 1.0) if total else 1.0
+        if not self._redraw:
+            tenths = int(fraction * 10)
+            if tenths != self._tenths_shown:
+                self._tenths_shown = -1 if fraction >= 1.0 else tenths
+                sys.stderr.write(f"{message or ''}\n")
+                sys.stderr.flush()
+            return
         filled = round(self.WIDTH * fraction)
         line = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {message or ''}"
         sys.stderr.write("\r" + line.ljust(self._width))

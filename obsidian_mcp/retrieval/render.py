@@ -15,15 +15,17 @@ from obsidian_mcp.text.snippets import ELLIPSIS
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.text.wording import plural
 
+# What each source is, in words; a response names every source that answered.
 SOURCE_LABELS = {
-    "smart-search": "semantic: Smart Connections via /search/smart, fused with keywords",
-    "custom-route": "semantic: custom route, fused with keywords",
-    "smart-env-prf": "semantic: stored Smart Connections vectors (expanded from the best "
-    "keyword hits), fused with keywords",
-    "local-index": "semantic: the server's local passage index, fused with keywords",
+    "smart-search": "Smart Connections via /search/smart",
+    "custom-route": "custom route",
+    "smart-env-prf": "stored Smart Connections vectors (expanded from the best keyword hits)",
+    "local-index": "the server's local passage index",
     "lexical-fallback": "lexical-fallback: keywords only, no semantic source answered",
     "exact": "exact terms, case-insensitive",
 }
+# Sources that rank by meaning; their labels read "semantic: A + B, fused with keywords".
+_SEMANTIC = frozenset({"smart-search", "custom-route", "smart-env-prf", "local-index"})
 
 
 def quote(value: str) -> str:
@@ -184,7 +186,11 @@ def _empty(result: SearchResult) -> str:
 
 def source_text(source: str) -> str:
     """The sources that answered, in words ("smart-search+local-index": both)."""
-    return " + ".join(SOURCE_LABELS.get(part, part) for part in source.split("+"))
+    parts = source.split("+")
+    if all(part in _SEMANTIC for part in parts):
+        names = " + ".join(SOURCE_LABELS[part] for part in parts)
+        return f"semantic: {names}, fused with keywords"
+    return " + ".join(SOURCE_LABELS.get(part, part) for part in parts)
 
 
 def _first_line(result: SearchResult) -> str:
