@@ -141,7 +141,7 @@ async def measure(
     )
     dev = [q for q in questions if q.split == "dev"]
     print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
-    stages = await ablation.ablation(dev, work / "ablation")
+    stages = await ablation.ablation(dev, work / "ablation", embeddings=plan.embeddings)
     print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
     scale = await speed.scale(plan.sizes, work / "scale", plan.warm_calls, plan.budget_seconds)
     print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)

@@ -31,6 +31,7 @@ from bench.harness import (
     QUERY_VECTORS,
     QUESTIONS,
     Question,
+    build_indexes,
     load_questions,
     markdown_table,
     median,
@@ -95,8 +96,13 @@ async def run_config(
     return traces
 
 
-async def ablation(questions: Sequence[Question], work: Path) -> dict[str, Any]:
-    """Every configuration in every mode: {mode: {config: summary}}."""
+async def ablation(
+    questions: Sequence[Question], work: Path, *, embeddings: bool = True
+) -> dict[str, Any]:
+    """Every configuration in every mode: {mode: {config: summary}}. Each mode's passage
+    index is built first, so every configuration meets the same complete index (a build
+    still running in the background would favour the configurations measured last).
+    `embeddings=False` runs without the local model (the quick run)."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     config_dir = work / "config"
@@ -104,11 +110,13 @@ async def ablation(questions: Sequence[Question], work: Path) -> dict[str, Any]:
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        env = server_env(standin=standin, config_dir=config_dir)
+        env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+        build_indexes([env])
         for name, off in CONFIGS:
             traces = await run_config(env, off, f"smart, {name}", questions)
             results["smart"][name] = summarise(traces, questions)
-    env = server_env(vault=without_env, config_dir=config_dir)
+    env = server_env(vault=without_env, config_dir=config_dir, embeddings=embeddings)
+    build_indexes([env])
     for name, off in CONFIGS:
         traces = await run_config(env, off, f"folder, {name}", questions)
         results["folder"][name] = summarise(traces, questions)
