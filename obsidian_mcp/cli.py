@@ -299,7 +299,6 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("--yes", action="store_true", help="store without asking")
 
     model = commands.add_parser("model", help="manage the embedding model")
-    model.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
     model_commands = model.add_subparsers(dest="model_command", required=True)
     fetch = model_commands.add_parser(
         "fetch", help="download a model by name into the cache (needs internet access)"

@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
-from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.embedder import AsyncEmbedder, Embedder, Matrix
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +32,11 @@ class MemoryVectors:
 
     def __init__(self, load: Callable[[], Embedder] | None) -> None:
         self._load = load
-        self._embedder: Embedder | None = None
+        # One inference at a time, in a worker thread (AsyncEmbedder).
+        self._model: AsyncEmbedder | None = None
         # Why there is no meaning (the model failed to load), or None.
         self.problem: str | None = None if load is not None else "no embedding model is set up"
         self._loading = anyio.Lock()
-        # One inference at a time: on a 2-core machine a second would take the event loop's.
-        self._limiter = anyio.CapacityLimiter(1)
         self._row_of: dict[bytes, int] = {}
         self._chunks: list[Matrix] = []
         self._matrix: Matrix | None = None
@@ -50,31 +49,27 @@ class MemoryVectors:
     @property
     def embedder(self) -> Embedder | None:
         """The model if it is loaded; never waits."""
-        return self._embedder
+        return self._model.embedder if self._model is not None else None
 
     def describe(self) -> str:
-        if self._embedder is not None:
-            return f"{self._embedder.model_id}, {len(self._row_of):,} memory vectors"
+        if self._model is not None:
+            return f"{self._model.model_id}, {len(self._row_of):,} memory vectors"
         return f"unavailable: {self.problem}" if self.problem else "loading"
 
     async def load(self) -> Embedder | None:
         """The model, loaded in a worker thread on the first call; None if it cannot be."""
         async with self._loading:
-            if self._embedder is None and self.problem is None and self._load is not None:
+            if self._model is None and self.problem is None and self._load is not None:
                 try:
-                    self._embedder = await anyio.to_thread.run_sync(
-                        self._load, limiter=self._limiter
-                    )
+                    self._model = AsyncEmbedder(await anyio.to_thread.run_sync(self._load))
                 except Exception as exc:  # any failure to load leaves recall by words
                     self.problem = f"the embedding model did not load ({exc})"
                     logger.warning("memory recall by meaning is off: %s", self.problem)
-        return self._embedder
+        return self.embedder
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
-        assert self._embedder is not None
-        return await anyio.to_thread.run_sync(
-            self._embedder.embed, list(texts), limiter=self._limiter
-        )
+        assert self._model is not None
+        return await self._model.embed(list(texts))
 
     # -- the matrix ------------------------------------------------------------------------
 
