@@ -327,6 +327,9 @@ class Retriever:
         self.embedder = embedder
         self.builder = builder
         self._vectors: PassageVectors | None = None
+        # The last progress count, by (corpus generation, vectors held): counting walks
+        # every passage of the vault, and between changes every query would repeat it.
+        self._progress: tuple[tuple[int, int], MeaningProgress] | None = None
         self.stages = Stages.without(settings.stages_off)
         self._vocabulary: tuple[int, Vocabulary] | None = None
         self.links = LinkGraph()
@@ -405,6 +408,10 @@ class Retriever:
         return status
 
     def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
+        # Vectors are only ever added, and the corpus bumps its generation on every change.
+        key = (self.corpus.generation, len(vectors))
+        if self._progress is not None and self._progress[0] == key:
+            return self._progress[1]
         notes = embedded_notes = passages = embedded_passages = 0
         for record in self.corpus.records():
             done = sum(
@@ -414,7 +421,9 @@ class Retriever:
             embedded_notes += done == len(record.chunks)
             passages += len(record.chunks)
             embedded_passages += done
-        return MeaningProgress(embedded_notes, notes, embedded_passages, passages)
+        progress = MeaningProgress(embedded_notes, notes, embedded_passages, passages)
+        self._progress = (key, progress)
+        return progress
 
     async def _dense_ranking(self, query: str, prefix: str) -> DenseRanking | None:
         """Passages nearest the query in meaning, within the folder; starts the background
