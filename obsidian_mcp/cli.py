@@ -115,8 +115,11 @@ class ProgressBar:
         fraction = min(done / total, 1.0) if total else 1.0
         if not self._redraw:
             tenths = int(fraction * 10)
-            if tenths != self._tenths_shown:
-                self._tenths_shown = -1 if fraction >= 1.0 else tenths
+            if tenths < self._tenths_shown:
+                self._tenths_shown = -1  # the next phase starts from the beginning
+            if tenths > self._tenths_shown:
+                # Reports may repeat a tenth (or the end) many times; each shows once.
+                self._tenths_shown = tenths
                 sys.stderr.write(f"{message or ''}\n")
                 sys.stderr.flush()
             return

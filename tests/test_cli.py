@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from obsidian_mcp import __version__
-from obsidian_mcp.cli import main
+from obsidian_mcp.cli import ProgressBar, main
 from obsidian_mcp.doctor import fingerprint
 from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
@@ -171,3 +171,29 @@ def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> N
     after = run_cli("doctor", "--vault", str(vault), env=env)
     assert "[ok  ] passage index:" in after.stdout
     assert "2 notes, 2 passages, 2 with vectors (all-MiniLM-L6-v2)" in after.stdout
+
+
+@pytest.mark.anyio
+async def test_the_progress_bar_in_a_log_shows_each_tenth_of_each_phase_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Notes are stored in batches after reading races ahead, so the end of reading is
+    # reported many times over; a log file must not fill with copies of that line.
+    bar = ProgressBar()  # stderr is captured, not a terminal: one line per tenth
+    for done, total, message in [
+        (0, 10, "indexing 10 notes"),
+        (5, 10, "indexed 5 of 10 notes"),
+        (10, 10, "indexed 10 of 10 notes"),
+        (10, 10, "indexed 10 of 10 notes"),
+        (10, 10, "indexed 10 of 10 notes"),
+        (0, 4, "embedding 4 texts"),
+        (4, 4, "embedded 4 of 4 texts"),
+    ]:
+        await bar(done, total, message)
+    assert capsys.readouterr().err.splitlines() == [
+        "indexing 10 notes",
+        "indexed 5 of 10 notes",
+        "indexed 10 of 10 notes",
+        "embedding 4 texts",
+        "embedded 4 of 4 texts",
+    ]
