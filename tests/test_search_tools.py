@@ -143,7 +143,7 @@ async def test_json_has_the_same_passages(folder_client: Client) -> None:
     markdown = await call(folder_client, "vault_semantic_query", query=query)
     data = json.loads(await call(folder_client, "vault_semantic_query", query=query, format="json"))
     assert [group["path"] for group in data["groups"]] == group_paths(markdown)
-    assert data["source"] == "smart-env-prf+local-index"
+    assert data["source"] == "smart-env+local-index"
     for group in data["groups"]:
         for passage in group["passages"]:
             assert passage["label"] == "passage"
