@@ -106,7 +106,8 @@ async def test_tools_are_listed_read_only_with_guidance(folder_client: Client) -
 @pytest.mark.anyio
 async def test_semantic_query_groups_passages_within_budget(folder_client: Client) -> None:
     text = await call(folder_client, "vault_semantic_query", query="What is Kettle's real name?")
-    assert "smart-env" in text.splitlines()[0] or "stored" in text.splitlines()[0]
+    # The local index is complete: Smart Connections' vectors of the same model are left out.
+    assert "semantic: the server's local passage index, fused" in text.splitlines()[0]
     assert "Characters/Kettle.md" in group_paths(text)
     assert estimate_tokens(text) <= 1000
     # Passages counted as passages, files as files (not "(3 shown)" after a file count).
@@ -115,6 +116,20 @@ async def test_semantic_query_groups_passages_within_budget(folder_client: Clien
     assert "· passage" in text and "summary:" in text
     paths = group_paths(text)
     assert len(paths) == len(set(paths)), "each file is one group"
+
+
+@pytest.mark.anyio
+async def test_smart_connections_vectors_answer_by_meaning_until_the_index_is_built(
+    vault_copy: Path, tmp_path: Path
+) -> None:
+    settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
+    async with Client(build_server(settings), raise_exceptions=True) as client:
+        # A new vault: its first query starts the build and finds no passage vector yet.
+        text = await call(client, "vault_semantic_query", query="What is Kettle's real name?")
+    first = text.splitlines()[0]
+    assert "stored Smart Connections vectors (the query embedded by the local model)" in first
+    assert re.search(r"meaning index: \d+ of 95 notes", first), first
+    assert "Characters/Kettle.md" in group_paths(text)
 
 
 @pytest.mark.anyio
@@ -143,7 +158,7 @@ async def test_json_has_the_same_passages(folder_client: Client) -> None:
     markdown = await call(folder_client, "vault_semantic_query", query=query)
     data = json.loads(await call(folder_client, "vault_semantic_query", query=query, format="json"))
     assert [group["path"] for group in data["groups"]] == group_paths(markdown)
-    assert data["source"] == "smart-env-prf+local-index"
+    assert data["source"] == "local-index"
     for group in data["groups"]:
         for passage in group["passages"]:
             assert passage["label"] == "passage"

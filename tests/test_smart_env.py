@@ -209,3 +209,45 @@ def test_same_model_by_dimension_and_parity(vault: Path, embedder: OnnxEmbedder)
     assert same_model(vectors, embedder, vault)
     assert not same_model(vectors, OtherModel(384), vault)
     assert not same_model(vectors, OtherModel(256), vault)
+
+
+class CountingModel:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, model: OnnxEmbedder) -> None:
+        self._model = model
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model.model_id
+
+    @property
+    def dims(self) -> int:
+        return self._model.dims
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.embedded += len(texts)
+        return self._model.embed(texts)
+
+
+@pytest.mark.anyio
+async def test_the_cache_tells_which_model_made_its_vectors_once_per_change(
+    vault: Path, embedder: OnnxEmbedder
+) -> None:
+    now = [0.0]
+    cache = SmartEnvCache(vault / ".smart-env", clock=lambda: now[0])
+    assert await cache.vectors() is not None
+    counting = CountingModel(embedder)
+    assert await cache.made_by(counting)
+    checked = counting.embedded
+    assert checked > 0
+    assert await cache.made_by(counting)
+    assert counting.embedded == checked  # the answer is kept while the files are unchanged
+    assert not await cache.made_by(OtherModel(384))
+    with (vault / ".smart-env" / "smart_env.json").open("a", encoding="utf-8") as settings:
+        settings.write("\n")
+    now[0] += 10.0
+    assert await cache.vectors() is not None
+    assert await cache.made_by(counting)
+    assert counting.embedded > checked  # the files changed: checked again

@@ -583,6 +583,9 @@ class SmartEnvCache:
         self._vectors: StoredVectors | None = None
         self._checked = -_RECHECK_SECONDS
         self._lock = anyio.Lock()
+        # Whether the vectors as last loaded come from a given model: (signature, model id,
+        # answer). The check embeds a few blocks, so it runs once per change of the files.
+        self._model_check: tuple[tuple[tuple[str, int, int], ...] | None, str, bool] | None = None
 
     async def vectors(self) -> StoredVectors | None:
         async with self._lock:
@@ -592,6 +595,21 @@ class SmartEnvCache:
             self._checked = now
             self._vectors = await anyio.to_thread.run_sync(self._refresh)
             return self._vectors
+
+    async def made_by(self, embedder: "Embedder") -> bool:
+        """Whether Smart Connections embedded with `embedder`'s model (`same_model`), so
+        its stored block vectors and a query embedded by `embedder` share one space."""
+        async with self._lock:
+            loaded, signature = self._loaded, self._signature
+            check = self._model_check
+            if check is not None and check[:2] == (signature, embedder.model_id):
+                return check[2]
+        answer = loaded is not None and await anyio.to_thread.run_sync(
+            same_model, loaded, embedder, self._env_dir.parent
+        )
+        async with self._lock:
+            self._model_check = (signature, embedder.model_id, answer)
+        return answer
 
     def _refresh(self) -> StoredVectors | None:
         signature = _signature(self._env_dir)

@@ -19,13 +19,14 @@ from obsidian_mcp.text.wording import plural
 SOURCE_LABELS = {
     "smart-search": "Smart Connections via /search/smart",
     "custom-route": "custom route",
+    "smart-env": "stored Smart Connections vectors (the query embedded by the local model)",
     "smart-env-prf": "stored Smart Connections vectors (expanded from the best keyword hits)",
     "local-index": "the server's local passage index",
     "lexical-fallback": "lexical-fallback: keywords only, no semantic source answered",
     "exact": "exact terms, case-insensitive",
 }
 # Sources that rank by meaning; their labels read "semantic: A + B, fused with keywords".
-_SEMANTIC = frozenset({"smart-search", "custom-route", "smart-env-prf", "local-index"})
+_SEMANTIC = frozenset({"smart-search", "custom-route", "smart-env", "smart-env-prf", "local-index"})
 
 
 def quote(value: str) -> str:

@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument
-from obsidian_mcp.index.embedder import Matrix
+from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -43,7 +43,13 @@ from obsidian_mcp.retrieval.packing import (
     pack,
 )
 from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
-from obsidian_mcp.retrieval.semantic import Seed, SemanticAnswer, SemanticHit, SemanticSources
+from obsidian_mcp.retrieval.semantic import (
+    LocalQuery,
+    Seed,
+    SemanticAnswer,
+    SemanticHit,
+    SemanticSources,
+)
 from obsidian_mcp.retrieval.stages import Stages
 from obsidian_mcp.text.markdown import find_section, gist, plain_text
 from obsidian_mcp.text.snippets import sentence_spans, snippets_for_matches
@@ -62,7 +68,12 @@ _DENSE_SEATS = 3
 _SEED_COUNT = 5
 # Weight of the semantic ranking against the keyword ranking in the fusion, per source:
 # real query embeddings are trusted more than feedback built from keyword hits.
-_SEMANTIC_WEIGHT = {"smart-search": 1.0, "custom-route": 1.0, "smart-env-prf": 0.1}
+_SEMANTIC_WEIGHT = {
+    "smart-search": 1.0,
+    "custom-route": 1.0,
+    "smart-env": 1.0,
+    "smart-env-prf": 0.1,
+}
 # How many of each ranking's best passages are always shown first. A query embedding's
 # top three hold the answer far more often than its next ones (measured on the bundled
 # vault), so the semantic ranking gets one seat more.
@@ -254,6 +265,7 @@ class DenseRanking:
 
     ranking: list[int]
     query: Matrix
+    embedder: Embedder
     progress: str
 
 
@@ -401,7 +413,9 @@ class Retriever:
             else datetime.fromtimestamp(updated, UTC).isoformat(timespec="seconds"),
             "meaning": "off (OBSIDIAN_INDEX_EMBEDDINGS=false)"
             if self.builder is None
-            else "building" if self.builder.running else "idle",
+            else "building"
+            if self.builder.running
+            else "idle",
         }
         if self.builder is not None and self.builder.failure:
             status["build_failure"] = self.builder.failure
@@ -414,9 +428,7 @@ class Retriever:
             return self._progress[1]
         notes = embedded_notes = passages = embedded_passages = 0
         for record in self.corpus.records():
-            done = sum(
-                1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes)
-            )
+            done = sum(1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes))
             notes += 1
             embedded_notes += done == len(record.chunks)
             passages += len(record.chunks)
@@ -446,7 +458,10 @@ class Retriever:
             if len(ranking) >= _DENSE_DEPTH:
                 break
         return DenseRanking(
-            ranking[:_DENSE_DEPTH], query_vector, "" if progress.complete else progress.line()
+            ranking[:_DENSE_DEPTH],
+            query_vector,
+            embedder,
+            "" if progress.complete else progress.line(),
         )
 
     # -- ranked search ---------------------------------------------------------------------
@@ -571,13 +586,20 @@ class Retriever:
             if self.corpus.chunk(chunk_id).path.startswith(prefix)
         }
         keyword_ranking = sorted(in_scope, key=lambda c: -in_scope[c])
+        dense = await self._dense_ranking(query, prefix)
+        # Smart Connections' stored vectors stand in for the local index until it has every
+        # passage; then they only repeat it, coarser (same model, whole blocks): with them
+        # the folder's dev questions scored 70-73% in the first response, without 74%
+        # (python -m bench.retrieval_bench, folder+vectors against folder+meaning).
+        complete = dense is not None and not dense.progress
         answer = await self.semantic.search(
             query,
             folder=prefix.rstrip("/"),
             limit=_SEMANTIC_DEPTH,
             seeds=self._seeds(keyword_ranking, in_scope),
+            local=None if dense is None else LocalQuery(dense.embedder, dense.query),
+            stored_vectors=not complete,
         )
-        dense = await self._dense_ranking(query, prefix)
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix
         )

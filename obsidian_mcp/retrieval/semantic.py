@@ -3,7 +3,9 @@
 
 1. `POST /search/smart` (the mcp-tools extension), when `GET /` lists it.
 2. A custom route configured by the user (`semantic_route`), whose result shape varies.
-3. Smart Connections' stored vectors, with pseudo-relevance feedback for the query.
+3. Smart Connections' stored vectors: ranked by the query embedded with the local model
+   when Smart Connections used that same model (`smart-env`; its block vectors are reused,
+   never computed again), else by pseudo-relevance feedback from the best keyword hits.
 4. Nothing: the caller ranks by keywords alone (`lexical-fallback`).
 
 A source that fails (404, 503, unreachable) is skipped for a while instead of being asked
@@ -17,13 +19,16 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors, split_block_key
 from obsidian_mcp.paths import is_markdown
 from obsidian_mcp.sources.rest import RestSource
 
 logger = logging.getLogger(__name__)
 
-SourceName = Literal["smart-search", "custom-route", "smart-env-prf", "lexical-fallback"]
+SourceName = Literal[
+    "smart-search", "custom-route", "smart-env", "smart-env-prf", "lexical-fallback"
+]
 # How long a failed source is left alone before it is tried again.
 _RETRY_AFTER_SECONDS = 60.0
 # Keyword hits whose vectors make up the feedback query.
@@ -103,6 +108,27 @@ def normalise_hits(body: object) -> list[SemanticHit]:
     return hits
 
 
+@dataclass(frozen=True, slots=True)
+class LocalQuery:
+    """The query as the local model embeds it, and that model (to tell whether Smart
+    Connections' vectors share its space)."""
+
+    embedder: Embedder
+    vector: Matrix
+
+
+def nearest_blocks(
+    vectors: StoredVectors, query: Matrix, *, limit: int, folder: str
+) -> list[SemanticHit]:
+    """The stored blocks nearest to a query vector, within the folder."""
+    prefix = folder + "/" if folder else ""
+    hits: list[SemanticHit] = []
+    for row, score in vectors.nearest(query, limit=limit, blocks=True, prefix=prefix):
+        item = vectors.items[row]
+        hits.append(SemanticHit(item.path, item.headings, score, lines=item.lines))
+    return hits
+
+
 def prf_hits(
     vectors: StoredVectors, seeds: Sequence[Seed], *, limit: int, folder: str
 ) -> list[SemanticHit]:
@@ -115,12 +141,7 @@ def prf_hits(
     query = vectors.centroid(weighted)
     if query is None:
         return []
-    prefix = folder + "/" if folder else ""
-    hits: list[SemanticHit] = []
-    for row, score in vectors.nearest(query, limit=limit, blocks=True, prefix=prefix):
-        item = vectors.items[row]
-        hits.append(SemanticHit(item.path, item.headings, score, lines=item.lines))
-    return hits
+    return nearest_blocks(vectors, query, limit=limit, folder=folder)
 
 
 class SemanticSources:
@@ -147,8 +168,17 @@ class SemanticSources:
         return self._smart_env
 
     async def search(
-        self, query: str, *, folder: str, limit: int, seeds: Sequence[Seed]
+        self,
+        query: str,
+        *,
+        folder: str,
+        limit: int,
+        seeds: Sequence[Seed],
+        local: LocalQuery | None = None,
+        stored_vectors: bool = True,
     ) -> SemanticAnswer:
+        """The first source that answers. `stored_vectors=False` leaves Smart Connections'
+        stored vectors out (the caller has better ones of its own)."""
         notes: list[str] = []
         rest = self._rest
         if rest is not None and self._usable("smart-search"):
@@ -168,8 +198,15 @@ class SemanticSources:
                 return SemanticAnswer("custom-route", tuple(hits[:limit]), "; ".join(notes))
             except VaultError as exc:
                 notes.append(self._failed("custom-route", exc))
-        if self._smart_env is not None:
+        if self._smart_env is not None and stored_vectors:
             vectors = await self._smart_env.vectors()
+            if (
+                vectors is not None
+                and local is not None
+                and await self._smart_env.made_by(local.embedder)
+            ):
+                hits = nearest_blocks(vectors, local.vector, limit=limit, folder=folder)
+                return SemanticAnswer("smart-env", tuple(hits), "; ".join(notes))
             if vectors is not None and seeds:
                 hits = prf_hits(vectors, seeds, limit=limit, folder=folder)
                 return SemanticAnswer("smart-env-prf", tuple(hits), "; ".join(notes))
