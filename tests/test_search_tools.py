@@ -297,6 +297,20 @@ async def test_quick_context_is_labelled_and_bounded(folder_client: Client) -> N
     assert len(data["key_passages"]) <= 3
 
 
+@pytest.mark.anyio
+async def test_quick_context_holds_small_budgets_in_both_formats(folder_client: Client) -> None:
+    # The fuzzer found 325 tokens under max_tokens=100: entities and themes were never cut.
+    for max_tokens in (100, 150, 300):
+        text = await call(folder_client, "vault_quick_context", topic="Rook", max_tokens=max_tokens)
+        assert estimate_tokens(text) <= max_tokens, (max_tokens, text)
+        assert "Characters/Rook.md" in text  # the main note is the last thing cut
+        raw = await call(
+            folder_client, "vault_quick_context", topic="Rook", max_tokens=max_tokens, format="json"
+        )
+        assert estimate_tokens(raw) <= max_tokens, (max_tokens, raw)
+        assert json.loads(raw)["main_files"][0]["path"] == "Characters/Rook.md"
+
+
 # -- through the REST API (stand-in) -----------------------------------------------------
 
 

@@ -3,7 +3,6 @@
 which tags run through them, and a few key passages. Nothing is invented: counts and
 lists are labelled `summary`, quotes are labelled `passage`."""
 
-import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
@@ -12,7 +11,6 @@ from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.links import is_attachment_target
 from obsidian_mcp.retrieval.packing import FileContext, PassageHit, shorten
 from obsidian_mcp.retrieval.search import Retriever, file_context, focus_window, passage_hit
-from obsidian_mcp.text.tokens import estimate_tokens
 
 # Passages read to build the overview; more than a search shows, fewer than a note holds.
 _DEPTH = 15
@@ -49,6 +47,7 @@ class QuickContext:
     entities: tuple[Entity, ...]
     themes: tuple[tuple[str, int], ...]
     previews: tuple[PassageHit, ...]
+    # The reply's budget; `render_topics.within_budget` cuts the overview to it.
     max_tokens: int
 
 
@@ -126,11 +125,6 @@ async def quick_context(
             previews.append(short)
 
     main = [file_context(record) for record in records[:_MAIN_FILES]]
-    # Budget: drop the least important parts first until the estimate fits.
-    while previews and _estimate(main, entities, previews, themes) > budget:
-        previews.pop()
-    while len(main) > 1 and _estimate(main, entities, previews, themes) > budget:
-        main.pop()
     return QuickContext(
         topic=topic,
         source=found.source,
@@ -143,20 +137,3 @@ async def quick_context(
         max_tokens=budget,
     )
 
-
-def _estimate(
-    main: list[FileContext],
-    entities: list[Entity],
-    previews: list[PassageHit],
-    themes: Counter[str],
-) -> int:
-    """A generous estimate of the rendered overview, for the budget."""
-    text = " ".join(
-        [
-            *(f"{c.path} {c.title} {c.gist} {' '.join(c.tags)} 0000 tokens" for c in main),
-            *(f"{e.name} {e.kind} {posixpath.basename(e.path)} 00" for e in entities),
-            *(f"{p.path} {' > '.join(p.section)} {p.text} passage" for p in previews),
-            *(f"#{tag} 00" for tag in themes),
-        ]
-    )
-    return estimate_tokens(text) + 60 + 8 * (len(main) + len(entities) + len(previews))

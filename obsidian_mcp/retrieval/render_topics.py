@@ -2,6 +2,8 @@
 """Find-related and quick-context results as markdown or JSON, in the conventions of
 `render`: quotes labelled `passage`, what this server derived labelled `summary`."""
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
@@ -15,6 +17,7 @@ from obsidian_mcp.retrieval.render import (
     read_call,
     source_text,
 )
+from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.text.wording import plural
 
 # -- find related ------------------------------------------------------------------------
@@ -114,6 +117,27 @@ def format_quick_context(context: QuickContext) -> str:
         lines.append("Nothing in the vault matches this topic; try other words.")
     lines.append(f"next: {_quick_next(context)}")
     return "\n".join(lines)
+
+
+def within_budget(context: QuickContext, render: Callable[[QuickContext], str]) -> QuickContext:
+    """The overview cut until `render` of it fits its budget: the key passages go first,
+    then the least mentioned entities and themes, then the main notes after the first, and
+    last the first note's gist and tags (the fuzzer found 325 tokens under a budget of 100)."""
+    while estimate_tokens(render(context)) > context.max_tokens:
+        if context.previews:
+            context = replace(context, previews=context.previews[:-1])
+        elif context.entities:
+            context = replace(context, entities=context.entities[:-1])
+        elif context.themes:
+            context = replace(context, themes=context.themes[:-1])
+        elif len(context.main_files) > 1:
+            context = replace(context, main_files=context.main_files[:-1])
+        elif context.main_files and (context.main_files[0].gist or context.main_files[0].tags):
+            first = replace(context.main_files[0], gist="", tags=())
+            context = replace(context, main_files=(first,))
+        else:
+            break
+    return context
 
 
 def quick_context_data(context: QuickContext) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pydantic import Field
 from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.packing import SearchResult
-from obsidian_mcp.retrieval.quick_context import quick_context
+from obsidian_mcp.retrieval.quick_context import QuickContext, quick_context
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.render import format_search, search_data
 from obsidian_mcp.retrieval.render_topics import (
@@ -18,6 +18,7 @@ from obsidian_mcp.retrieval.render_topics import (
     format_related,
     quick_context_data,
     related_data,
+    within_budget,
 )
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.server.app import AppState
@@ -28,6 +29,11 @@ from obsidian_mcp.server.common import (
     to_json,
     tool_errors,
 )
+
+
+def json_quick_context(context: QuickContext) -> str:
+    return to_json(quick_context_data(context))
+
 
 Folder = Annotated[
     str,
@@ -240,5 +246,5 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 _retriever(ctx), topic, max_tokens=max_tokens, progress=_progress(ctx)
             )
         if format == "json":
-            return to_json(quick_context_data(context))
-        return format_quick_context(context)
+            return to_json(quick_context_data(within_budget(context, json_quick_context)))
+        return format_quick_context(within_budget(context, format_quick_context))
