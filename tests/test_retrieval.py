@@ -14,7 +14,7 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import IndexStore
+from obsidian_mcp.index.store import IndexStore, Note, PassageRow
 from obsidian_mcp.retrieval.corpus import PASSAGE_CHARS, Corpus, passage_spans
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
@@ -39,47 +39,78 @@ def test_terms_drop_stopwords_and_stem_plurals() -> None:
     assert terms("What are the fears of the lamplighters?") == ["fear", "lamplighter"]
 
 
-def index_of(docs: dict[int, str]) -> Bm25Index:
-    index = Bm25Index()
-    for doc, text in docs.items():
-        index.add(doc, terms(text))
-    return index
+def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
+    """Store each text as a note of one passage; the passage ids, by note."""
+    stored = store.put_notes(
+        [
+            Note(
+                name,
+                0,
+                len(text),
+                text,
+                (),
+                None,
+                (PassageRow(("",), 0, len(text), tuple(terms(text)), (), (text,)),),
+            )
+            for name, text in docs.items()
+        ]
+    )
+    return {name: stored[name][0].id for name in docs}
 
 
 def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
-    index = index_of(
+    store = IndexStore(":memory:")
+    ids = index_of(
+        store,
         {
-            1: "the goat is named Tax Assessor",
-            2: "the ship carries a goat and a cargo of oil",
-            3: "the ship sails at dawn",
-        }
+            "1": "the goat is named Tax Assessor",
+            "2": "the ship carries a goat and a cargo of oil",
+            "3": "the ship sails at dawn",
+        },
     )
-    scores = index.scores([("goat", 1.0), ("named", 1.0)])
-    assert set(scores) == {1, 2}
-    assert scores[1] > scores[2]
+    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)])
+    assert set(scores) == {ids["1"], ids["2"]}
+    assert scores[ids["1"]] > scores[ids["2"]]
 
 
-def test_bm25_remove_forgets_a_document() -> None:
-    index = index_of({1: "eels in the archive", 2: "lamps on the quay"})
-    index.remove(1, terms("eels in the archive"))
-    assert len(index) == 1
+def test_bm25_forgets_a_deleted_note() -> None:
+    store = IndexStore(":memory:")
+    index = Bm25Index(store)
+    index_of(store, {"1": "eels in the archive", "2": "lamps on the quay"})
+    store.delete_notes(["1"])
+    assert store.keyword_totals() == (1, 2)
+    assert index.document_frequency("eel") == 0
     assert index.scores([("eel", 1.0)]) == {}
-    index.add(1, terms("more eels"))
-    assert set(index.scores([("eel", 1.0)])) == {1}
+    ids = index_of(store, {"1": "more eels"})
+    assert set(index.scores([("eel", 1.0)])) == {ids["1"]}
 
 
 def test_bm25_variants_join_word_forms() -> None:
-    index = index_of({1: "Apprentices are taken at fourteen", 2: "a journeyman's wage"})
+    store = IndexStore(":memory:")
+    ids = index_of(store, {"1": "Apprentices are taken at fourteen", "2": "a journeyman's wage"})
+    index = Bm25Index(store)
     expanded = dict(index.expand(["apprenticeship"]))
     assert "apprentice" in expanded
     assert expanded["apprentice"] < expanded["apprenticeship"]
-    assert set(index.scores(index.expand(["apprenticeship"]))) == {1}
+    assert set(index.scores(index.expand(["apprenticeship"]))) == {ids["1"]}
+
+
+def test_bm25_keeps_terms_byte_for_byte() -> None:
+    """The FTS5 tokenizer only splits on spaces: underscores, digits and letters beyond
+    ASCII stay inside the term, and a term is never folded twice."""
+    store = IndexStore(":memory:")
+    ids = index_of(store, {"1": "snake_case x86 Þórdóttir straße Москва", "2": "snake case москвы"})
+    index = Bm25Index(store)
+    for term in ("snake_case", "x86", "thordottir", "strasse", "москва"):
+        assert set(index.scores([(term, 1.0)])) == {ids["1"]}, term
+    assert index.document_frequency("snake") == 1
 
 
 def test_bm25_scores_only_touch_postings() -> None:
-    index = index_of({n: f"note number {n} about lamps" for n in range(200)})
-    index.add(999, terms("the sluice keys"))
-    assert set(index.scores([("sluice", 1.0)])) == {999}
+    store = IndexStore(":memory:")
+    index_of(store, {f"{n}": f"note number {n} about lamps" for n in range(200)})
+    ids = index_of(store, {"999": "the sluice keys"})
+    assert set(Bm25Index(store).scores([("sluice", 1.0)])) == {ids["999"]}
 
 
 # -- fusion ------------------------------------------------------------------------------
