@@ -2,7 +2,9 @@
 custom-route shapes, exact matching, link resolution and the corpus cache."""
 
 import json
+import math
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +17,16 @@ from obsidian_mcp.index.smart_env import (
     split_block_key,
 )
 from obsidian_mcp.index.store import IndexStore, Note, PassageRow
-from obsidian_mcp.retrieval.corpus import PASSAGE_CHARS, Corpus, passage_spans
+from obsidian_mcp.retrieval.corpus import (
+    HEADING_WEIGHT,
+    NAME_WEIGHT,
+    PASSAGE_CHARS,
+    Corpus,
+    passage_spans,
+)
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
-from obsidian_mcp.retrieval.keyword import Bm25Index, fold, terms
+from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import PassageHit, pack, shorten
 from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
@@ -26,6 +34,7 @@ from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
+from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 
 # -- terms and BM25 ----------------------------------------------------------------------
 
@@ -355,9 +364,7 @@ def test_backlink_map_skips_attachments_and_self_links() -> None:
 async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# A\n\nThe lamp was lit.\n")
     (tmp_path / "b.md").write_text("# B\n\nThe eels were fed.\n")
-    corpus = Corpus(
-        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
-    )
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
     await corpus.sync(read_all=True)
     assert set(corpus.paths) == {"a.md", "b.md"}
     before_b = corpus.record("b.md")
@@ -378,13 +385,72 @@ async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     assert corpus.scores(terms("eels")) == {}
 
 
+def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
+    """Keyword scores as the in-memory index gave them before FTS5 (every passage's terms
+    in a Python BM25, heading and name bonuses), computed here from the passages' text."""
+    chunks = [chunk for record in corpus.records() for chunk in record.chunks]
+    texts = {chunk.id: corpus.chunk_terms(chunk.id) for chunk in chunks}
+    count, average = len(texts), sum(map(len, texts.values())) / len(texts)
+    frequency = Counter(term for terms_of in texts.values() for term in set(terms_of))
+
+    def idf(term: str) -> float:
+        return math.log(1 + (count - frequency[term] + 0.5) / (frequency[term] + 0.5))
+
+    weighted = dict.fromkeys(query, 0.0)
+    for term in query:
+        weighted[term] += 1.0
+    for term in list(weighted):
+        stem_part = term[: max(5, len(term) - 4)]
+        for other in sorted(frequency):
+            if len(term) > 5 and other != term and other.startswith(stem_part):
+                if abs(len(other) - len(term)) <= 4:
+                    weighted.setdefault(other, VARIANT_WEIGHT)
+    scores: dict[int, float] = {}
+    for term, weight in weighted.items():
+        for chunk_id, terms_of in texts.items():
+            if n := terms_of.count(term):
+                norm = 1.2 * (0.25 + 0.75 * len(terms_of) / average)
+                score = weight * idf(term) * n * 2.2 / (n + norm)
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + score
+    bonus: dict[int, float] = {}
+    for term, weight in weighted.items():
+        value = weight * idf(term)
+        named = [r.chunks for r in corpus.records() if term in r.label_terms and r.chunks]
+        for note_chunks in named:
+            scores.setdefault(note_chunks[0].id, 0.0)
+        for chunk in chunks:
+            if term in terms(" ".join(chunk.section)):
+                bonus[chunk.id] = bonus.get(chunk.id, 0.0) + HEADING_WEIGHT * value
+        for chunk in (chunk for note_chunks in named for chunk in note_chunks):
+            if chunk.id in scores:
+                bonus[chunk.id] = bonus.get(chunk.id, 0.0) + NAME_WEIGHT * value
+    for chunk_id, extra in bonus.items():
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + extra
+    return scores
+
+
+@pytest.mark.anyio
+async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path) -> None:
+    vault = copy_fixture_vault(tmp_path / "vault")
+    corpus = Corpus(Vault(None, FolderSource(vault)), IndexStore(":memory:"), refresh_seconds=0)
+    await corpus.sync(read_all=True)
+    rows = (REPO_ROOT / "bench" / "questions.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(row)["question"] for row in rows[::6]]
+    questions += ["apprenticeship lamplighters", "Élodie's maps", "tidecraft basics"]
+    for question in questions:
+        query = terms(question)
+        got, want = corpus.scores(query), reference_scores(corpus, query)
+        assert set(got) == set(want), question
+        assert got == pytest.approx(want, rel=1e-9), question
+        top = sorted(want, key=lambda c: (-want[c], c))[:5]
+        assert sorted(got, key=lambda c: (-got[c], c))[:5] == top, question
+
+
 @pytest.mark.anyio
 async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     for n in range(30):
         (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
-    corpus = Corpus(
-        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
-    )
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
     seen: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:

@@ -1,6 +1,5 @@
 """Note parsing: frontmatter, sections, blocks, links, tags, lookups and gists."""
 
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -136,4 +136,3 @@ async def quick_context(
         previews=tuple(previews),
         max_tokens=budget,
     )
-
