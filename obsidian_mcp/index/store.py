@@ -3,9 +3,16 @@
 
 It holds what a new server process needs to answer without reading a note: each note's
 stat, content hash, text and the terms that name it; its passages (heading path, span,
-index terms); the texts embedded for each passage (a few sentences each, see
-`obsidian_mcp.retrieval.corpus.WINDOW_CHARS`); and vectors keyed by the hash of such a
+index terms and their count); the texts embedded for each passage (a few sentences each,
+see `obsidian_mcp.retrieval.corpus.WINDOW_CHARS`); and vectors keyed by the hash of such a
 text, so an unchanged text is never embedded twice, whichever note it moves to.
+
+Keywords are searched here, not in memory: two FTS5 tables index the passages' terms and
+headings' terms (`passage_terms`) and the notes' name terms (`note_labels`), kept in step
+by triggers, and read through `fts5vocab` tables (a term's postings with their counts, a
+term's document frequency, terms by prefix). The terms are ours (`keyword.terms`: folded,
+stemmed, joined by spaces), so BM25 is computed exactly as before FTS5, by
+`retrieval.keyword.Bm25Index`.
 
 Several server processes share one file: WAL (readers never wait for the writer), a busy
 timeout, and every write in `BEGIN IMMEDIATE` (one writer at a time, taken up front so two

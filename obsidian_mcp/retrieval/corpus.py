@@ -6,6 +6,10 @@ Staleness is settled by modification time: a `sync` fetches every note's stat in
 request (a JsonLogic search through REST, a directory walk on disk), at most every
 `refresh_seconds`, drops notes whose mtime or size changed or that disappeared, and reads
 only what is new. A warm query therefore costs at most one stat request and no note reads.
+
+In memory are the notes (stat, text, names) and their passages' places and embedded-text
+hashes; the passages' terms stay in the index file, where keywords are scored (FTS5, see
+`obsidian_mcp.index.store`), so a new process loads rows and builds no keyword index.
 """
 
 import logging
@@ -188,8 +192,8 @@ def cut_note(
 
 
 class Corpus:
-    """The vault's notes and a BM25 index over their passages, kept in the persistent index
-    and refreshed by modification time.
+    """The vault's notes and BM25 over their passages, kept in the persistent index and
+    refreshed by modification time.
 
     A new process loads what the index holds (no note is read or parsed), then lists the
     vault's stats and reads only the notes that changed. The listing is repeated at most
