@@ -28,9 +28,10 @@ BUILD_BATCH = 4
 # 350 ms at 160,000 texts (the generated 10,000-note vault), three times the time the model
 # takes for one batch, so one look-up serves many batches.
 PENDING_PER_LOOKUP = 256
-# Texts ranked by a partial sort before the rest is sorted at all. A query reads texts
-# until it has search's _DENSE_DEPTH passages in scope; a text seldom stands for more
-# than one passage, so the whole vault's search stops well inside this.
+# Texts ranked by a partial sort before the rest is sorted at all (the order is the same
+# either way). A query reads texts until it has search's _DENSE_DEPTH (20) passages in
+# its folder, so only a narrow folder reads past this. At 159,646 scores: 1.5 ms against
+# 12.3 ms for a full argsort, the same at 512 or 2,048 (numpy, loaded machine).
 RANKED_FIRST = 512
 
 
