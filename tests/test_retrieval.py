@@ -17,6 +17,7 @@ from obsidian_mcp.index.smart_env import (
     split_block_key,
 )
 from obsidian_mcp.index.store import IndexStore, Note, PassageRow
+from obsidian_mcp.index.vectors import RANKED_FIRST, PassageVectors
 from obsidian_mcp.retrieval.corpus import (
     HEADING_WEIGHT,
     NAME_WEIGHT,
@@ -402,9 +403,9 @@ def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
     for term in list(weighted):
         stem_part = term[: max(5, len(term) - 4)]
         for other in sorted(frequency):
-            if len(term) > 5 and other != term and other.startswith(stem_part):
-                if abs(len(other) - len(term)) <= 4:
-                    weighted.setdefault(other, VARIANT_WEIGHT)
+            close = other.startswith(stem_part) and abs(len(other) - len(term)) <= 4
+            if len(term) > 5 and other != term and close:
+                weighted.setdefault(other, VARIANT_WEIGHT)
     scores: dict[int, float] = {}
     for term, weight in weighted.items():
         for chunk_id, terms_of in texts.items():
@@ -462,3 +463,29 @@ async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     seen.clear()
     await corpus.sync(read_all=True, progress=progress)
     assert seen == []  # warm: nothing to read, nothing to report
+
+
+# -- stored vectors, ranked ----------------------------------------------------------------
+
+
+def test_passage_vectors_rank_every_text_in_order_past_the_partial_sort() -> None:
+    """An ordering test of the matrix and its partial sort, not of retrieval: the vectors
+    are arbitrary unit rows, stored and read back the way the index does it."""
+    rng = np.random.default_rng(7)
+    count = RANKED_FIRST * 2 + 11
+    matrix = rng.standard_normal((count, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    hashes = [f"h{n}" for n in range(count)]
+    store = IndexStore(":memory:")
+    store.put_vectors("m", hashes[:100], matrix[:100])
+    vectors = PassageVectors("m", 8)
+    assert vectors.refresh(store) == 100
+    store.put_vectors("m", hashes[100:], matrix[100:])  # a second batch grows the matrix
+    assert vectors.refresh(store) == count - 100
+    assert vectors.refresh(store) == 0
+    query = matrix[3]
+    ranked = list(vectors.ranked(query))
+    expected = matrix @ query
+    assert [digest for digest, _ in ranked[:1]] == ["h3"]
+    assert sorted(digest for digest, _ in ranked) == sorted(hashes)
+    assert [score for _, score in ranked] == sorted(expected.tolist(), reverse=True)
