@@ -130,7 +130,9 @@ def stderr_to(log: Path | None) -> Iterator[None]:
             os.close(saved)
 
 
-async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -> dict[str, Any]:
+async def measure(
+    plan: Plan, cache: Path, peer_venv: Path | None, work: Path
+) -> dict[str, Any]:
     peer = ensure_peer(peer_venv) if peer_venv is not None else None
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)

@@ -201,7 +201,10 @@ def arguments_for(schema: Schema) -> st.SearchStrategy[dict[str, Any]]:
     anything = st.fixed_dictionaries(
         {},
         optional={
-            **{name: st.one_of(plausible(spec), any_value()) for name, spec in properties.items()},
+            **{
+                name: st.one_of(plausible(spec), any_value())
+                for name, spec in properties.items()
+            },
             "unknown_argument": any_value(),
         },
     )

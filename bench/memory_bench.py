@@ -52,48 +52,11 @@ def shared_model() -> Embedder:
     load = model_loader(Settings())
     assert load is not None, "the bundled embedding model is not installed"
     return load()
-
-
 _NAMES = [
-    "gale",
-    "mira",
-    "ship",
-    "storm",
-    "reef",
-    "harbour",
-    "dragon",
-    "tea",
-    "journal",
-    "captain",
-    "map",
-    "lantern",
-    "forest",
-    "river",
-    "council",
-    "treaty",
-    "ledger",
-    "spell",
-    "rune",
-    "tower",
-    "bridge",
-    "winter",
-    "harvest",
-    "festival",
-    "debt",
-    "oath",
-    "sword",
-    "letter",
-    "secret",
-    "promise",
-    "rival",
-    "mentor",
-    "voyage",
-    "island",
-    "cave",
-    "compass",
-    "star",
-    "tide",
-    "market",
+    "gale", "mira", "ship", "storm", "reef", "harbour", "dragon", "tea", "journal", "captain",
+    "map", "lantern", "forest", "river", "council", "treaty", "ledger", "spell", "rune", "tower",
+    "bridge", "winter", "harvest", "festival", "debt", "oath", "sword", "letter", "secret",
+    "promise", "rival", "mentor", "voyage", "island", "cave", "compass", "star", "tide", "market",
     "guild",
 ]
 _SYLLABLES = ["ka", "ri", "to", "mel", "an", "sor", "vel", "dra", "qui", "bo", "len", "tha"]
@@ -141,19 +104,15 @@ async def measure_store(store: MemoryStore, label: str, runs: int) -> list[Row]:
     rng = random.Random(1)
     began = time.perf_counter()
     await store.recall(limit=1)
-    rows: list[Row] = [
-        (label, "cold load (first recall)", (time.perf_counter() - began) * 1000, float("nan"))
-    ]
+    rows: list[Row] = [(label, "cold load (first recall)", (time.perf_counter() - began) * 1000,
+                        float("nan"))]
     tags = await timed(runs, lambda n: store.recall(tags=[rng.choice(_TAGS)]))
     query = await timed(runs, lambda n: store.recall(query=" ".join(rng.sample(_QUERY_WORDS, 2))))
     remember = await timed(
         runs, lambda n: store.remember(f"bench {label} {n} {time.time()}", ["bench"], "")
     )
-    rows += [
-        (label, "recall by tag", *tags),
-        (label, "recall by query", *query),
-        (label, "remember", *remember),
-    ]
+    rows += [(label, "recall by tag", *tags), (label, "recall by query", *query),
+             (label, "remember", *remember)]
     return rows
 
 
@@ -162,31 +121,17 @@ async def measure_tools(settings: Settings, label: str, runs: int) -> list[Row]:
     async with Client(build_server(settings), raise_exceptions=True) as client:
         began = time.perf_counter()
         await client.call_tool("vault_recall", {"limit": 1})
-        rows: list[Row] = [
-            (label, "cold load (first recall)", (time.perf_counter() - began) * 1000, float("nan"))
-        ]
-        tags = await timed(
-            runs, lambda n: client.call_tool("vault_recall", {"tags": [rng.choice(_TAGS)]})
-        )
-        query = await timed(
-            runs,
-            lambda n: client.call_tool(
-                "vault_recall", {"query": " ".join(rng.sample(_QUERY_WORDS, 2))}
-            ),
-        )
-        remember = await timed(
-            runs,
-            lambda n: client.call_tool(
-                "vault_remember",
-                {"content": f"tool {label} {n} {time.time()}", "tags": ["bench"], "context": ""},
-            ),
-        )
-    return [
-        *rows,
-        (label, "recall by tag", *tags),
-        (label, "recall by query", *query),
-        (label, "remember", *remember),
-    ]
+        rows: list[Row] = [(label, "cold load (first recall)",
+                            (time.perf_counter() - began) * 1000, float("nan"))]
+        tags = await timed(runs, lambda n: client.call_tool(
+            "vault_recall", {"tags": [rng.choice(_TAGS)]}))
+        query = await timed(runs, lambda n: client.call_tool(
+            "vault_recall", {"query": " ".join(rng.sample(_QUERY_WORDS, 2))}))
+        remember = await timed(runs, lambda n: client.call_tool(
+            "vault_remember",
+            {"content": f"tool {label} {n} {time.time()}", "tags": ["bench"], "context": ""}))
+    return [*rows, (label, "recall by tag", *tags), (label, "recall by query", *query),
+            (label, "remember", *remember)]
 
 
 # What a new process's first recall asks, one process each.
@@ -211,10 +156,7 @@ def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
         spec = json.dumps({"settings": settings, "recall": recall}, default=str)
         out = subprocess.run(
             [sys.executable, "-m", "bench.memory_bench", "--first-recall", spec],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=os.environ,
+            capture_output=True, text=True, check=True, env=os.environ,
         )
         seconds = float(out.stdout.strip().splitlines()[-1])
         rows.append((label, f"new process, first recall {kind}", seconds * 1000, float("nan")))
@@ -229,31 +171,23 @@ async def run(entries: int, runs: int) -> list[Row]:
         vault = root / "vault"
         started = time.perf_counter()
         build_file(vault / MEMORY, entries)
-        print(
-            f"built {entries:,} entries ({(vault / MEMORY).stat().st_size / 1e6:.1f} MB) "
-            f"in {time.perf_counter() - started:.1f} s"
-        )
-        folder = Settings(
-            vault_path=vault, config_dir=root / "cfg", api_key=None, memory_meaning=False
-        )
+        print(f"built {entries:,} entries ({(vault / MEMORY).stat().st_size / 1e6:.1f} MB) "
+              f"in {time.perf_counter() - started:.1f} s")
+        folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None,
+                          memory_meaning=False)
         async with app_lifespan(folder) as state:
             rows += await measure_store(state.require().memory, "folder, domain", runs)
         rows += await measure_tools(folder, "folder, MCP tool", runs)
-        rows += new_process_rows(
-            "folder, new process", {"vault_path": vault, "config_dir": root / "cfg"}
-        )
+        rows += new_process_rows("folder, new process",
+                                 {"vault_path": vault, "config_dir": root / "cfg"})
 
         rest_vault = root / "rest-vault"
         (rest_vault / MEMORY).parent.mkdir(parents=True)
         shutil.copy(vault / MEMORY, rest_vault / MEMORY)
         async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
             rest_values: dict[str, object] = {
-                "api_key": standin.api_key,
-                "host": "127.0.0.1",
-                "port": standin.port,
-                "cert": standin.cert,
-                "config_dir": root / "cfg",
-                "request_timeout": 60,
+                "api_key": standin.api_key, "host": "127.0.0.1", "port": standin.port,
+                "cert": standin.cert, "config_dir": root / "cfg", "request_timeout": 60,
                 "retry_budget": 120,
             }
             rest = Settings.model_validate({**rest_values, "memory_meaning": False})
@@ -290,7 +224,8 @@ async def run_meaning(total: int) -> None:
         memory_file(root / "vault" / MEMORY, memories)
         vault = Vault(None, FolderSource(root / "vault"))
         words = MemoryStore(vault, MEMORY)
-        meaning = MemoryStore(vault, MEMORY, cache=root / "cache.sqlite", embedder=shared_model)
+        meaning = MemoryStore(vault, MEMORY, cache=root / "cache.sqlite",
+                              embedder=shared_model)
         began = time.perf_counter()
         await meaning.catch_up_meaning()
         embed_seconds = time.perf_counter() - began
@@ -303,13 +238,10 @@ async def run_meaning(total: int) -> None:
                 hits[label][0] += found[:1] == [content]
                 hits[label][1] += content in found
         recall = await timed(30, lambda n: meaning.recall(query=PAIRS[n % len(PAIRS)][2]))
-        remember = await timed(
-            30, lambda n: meaning.remember(f"bench memory {n} {time.time()}", ["bench"], "")
-        )
-    print(
-        f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
-        f"memory) over {total:,} memories; model {shared_model().model_id}"
-    )
+        remember = await timed(30, lambda n: meaning.remember(
+            f"bench memory {n} {time.time()}", ["bench"], ""))
+    print(f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
+          f"memory) over {total:,} memories; model {shared_model().model_id}")
     print(f"{'ranking':<14} {'hit@1':>8} {'hit@5':>8}")
     for label, (top1, top5) in hits.items():
         print(f"{label:<14} {top1 / len(PAIRS):>8.0%} {top5 / len(PAIRS):>8.0%}")
@@ -323,11 +255,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Memory store benchmark.")
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument(
-        "--meaning",
-        action="store_true",
-        help="recall by meaning: paraphrase hit rate over 1,000 memories",
-    )
+    parser.add_argument("--meaning", action="store_true",
+                        help="recall by meaning: paraphrase hit rate over 1,000 memories")
     parser.add_argument("--first-recall", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
     if args.first_recall:

@@ -39,7 +39,6 @@ class Target:
 # Said wherever the peer's figures would be, when the run was made with --no-peer.
 PEER_SKIPPED = "not run (--no-peer: the test suite's run, which must work offline)"
 
-
 def _pct(value: float) -> str:
     return f"{value:.0f}%"
 

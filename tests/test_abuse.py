@@ -128,7 +128,9 @@ async def test_memory_file_that_is_a_folder(vault_copy: Path, tmp_path: Path) ->
             ("vault_remember", {"content": "c", "tags": ["t"], "context": ""}),
             ("vault_recall", {}),
         ):
-            assert_actionable(*await call(client, tool, **arguments), "rename or move that folder")
+            assert_actionable(
+                *await call(client, tool, **arguments), "rename or move that folder"
+            )
         with pytest.raises(MCPError, match="rename or move that folder"):
             await client.read_resource("obsidian://memory/recent")
 
@@ -245,7 +247,8 @@ def test_lone_surrogate_over_stdio_gets_an_answer(shared_vault: Path, tmp_path: 
             f'{{"name":"{tool}","arguments":{{"{name}":{value}}}}}}}'
         )
     lines.append(
-        '{"jsonrpc":"2.0","id":999,"method":"resources/read","params":{"uri":"obsidian://\\ud800"}}'
+        '{"jsonrpc":"2.0","id":999,"method":"resources/read",'
+        '"params":{"uri":"obsidian://\\ud800"}}'
     )
     replies = _serve({"OBSIDIAN_VAULT_PATH": str(shared_vault)}, lines, len(lines))
     by_id = {reply["id"]: reply for reply in replies}

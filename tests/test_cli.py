@@ -146,7 +146,8 @@ def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> N
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Ferry.md").write_text(
-        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun has set.\n"
+        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun "
+        "has set.\n"
     )
     (vault / "Garden.md").write_text(
         "# The Garden\n\nTomatoes grow against the south wall, where the bricks hold heat.\n"

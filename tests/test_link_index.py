@@ -90,6 +90,8 @@ def test_doctor_names_6x_and_the_link_index_state(
 ) -> None:
     env = standin_env(pending_standin, tmp_path, OBSIDIAN_CERT=pending_standin.cert)
     done = run_cli("doctor", env=env)
-    assert "plugin version: 6.0.0 (6.x: links are null until Obsidian's link index" in (done.stdout)
+    assert "plugin version: 6.0.0 (6.x: links are null until Obsidian's link index" in (
+        done.stdout
+    )
     assert "NOT ready yet" in done.stdout
     assert "header-based PATCH is gone" in done.stdout

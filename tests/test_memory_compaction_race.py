@@ -46,20 +46,15 @@ def server(
 ) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
     # These processes race over the file; the embedding model would only slow them down.
-    env.update(
-        PYTHONPATH=str(REPO_ROOT),
-        OBSIDIAN_CONFIG_DIR=str(config_dir),
-        OBSIDIAN_MEMORY_MEANING="false",
-    )
+    env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir),
+               OBSIDIAN_MEMORY_MEANING="false")
     args = ["-m", "obsidian_mcp", "serve"]
     if mode != "rest":
         args += ["--vault", str(vault)]
     if mode != "folder":
         env.update(
-            OBSIDIAN_API_KEY=standin.api_key,
-            OBSIDIAN_HOST="127.0.0.1",
-            OBSIDIAN_PORT=str(standin.port),
-            OBSIDIAN_CERT=standin.cert,
+            OBSIDIAN_API_KEY=standin.api_key, OBSIDIAN_HOST="127.0.0.1",
+            OBSIDIAN_PORT=str(standin.port), OBSIDIAN_CERT=standin.cert,
         )
     return StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO_ROOT), env=env)
 
@@ -71,15 +66,8 @@ def seeded_ids() -> list[str]:
 def seed(vault: Path) -> None:
     at = datetime.now(UTC) - timedelta(days=3)
     lines = [
-        encode(
-            Memory(
-                id=memory_id,
-                ts=at,
-                content=f"seeded fact {n}",
-                tags=("seed",),
-                context=SEED_CONTEXT,
-            )
-        )
+        encode(Memory(id=memory_id, ts=at, content=f"seeded fact {n}", tags=("seed",),
+                      context=SEED_CONTEXT))
         for n, memory_id in enumerate(seeded_ids())
     ]
     (vault / MEMORY).parent.mkdir(parents=True, exist_ok=True)

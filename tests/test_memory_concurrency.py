@@ -19,11 +19,8 @@ MEMORY = "obsidian-mcp/memory.jsonl"
 def server_process(vault: Path, config_dir: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
     # These processes race over the file; the embedding model would only slow them down.
-    env.update(
-        PYTHONPATH=str(REPO_ROOT),
-        OBSIDIAN_CONFIG_DIR=str(config_dir),
-        OBSIDIAN_MEMORY_MEANING="false",
-    )
+    env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir),
+               OBSIDIAN_MEMORY_MEANING="false")
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "obsidian_mcp", "serve", "--vault", str(vault)],
@@ -39,11 +36,8 @@ async def remember_from_one_process(vault: Path, config_dir: Path, process: int)
             for n in range(PER_TASK):
                 result = await client.call_tool(
                     "vault_remember",
-                    {
-                        "content": f"process {process} task {number} fact {n}",
-                        "tags": [f"p{process}", f"t{number}"],
-                        "context": "",
-                    },
+                    {"content": f"process {process} task {number} fact {n}",
+                     "tags": [f"p{process}", f"t{number}"], "context": ""},
                 )
                 assert not result.is_error, result.content
 

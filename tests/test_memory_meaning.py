@@ -58,15 +58,10 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def store_at(
-    vault: Path, cache: Path | None = None, embedder: Embedder | None = None
-) -> MemoryStore:
-    return MemoryStore(
-        Vault(None, FolderSource(vault)),
-        MEMORY,
-        cache=cache,
-        embedder=(lambda: embedder) if embedder is not None else None,
-    )
+def store_at(vault: Path, cache: Path | None = None, embedder: Embedder | None = None
+             ) -> MemoryStore:
+    return MemoryStore(Vault(None, FolderSource(vault)), MEMORY, cache=cache,
+                       embedder=(lambda: embedder) if embedder is not None else None)
 
 
 def write_lines(vault: Path, lines: list[str]) -> None:
@@ -196,21 +191,12 @@ def model(embedder: OnnxEmbedder) -> Embedder:
 
 # (memory, its tags, a paraphrase that shares no content word with it)
 PARAPHRASED = [
-    (
-        "The user prefers dark mode in every editor.",
-        ("user",),
-        "which colour theme do they like for coding tools?",
-    ),
-    (
-        "Gale is afraid of deep water since the shipwreck.",
-        ("gale",),
-        "what frightens her about the sea?",
-    ),
-    (
-        "The deploy script needs Python 3.11 on the build server.",
-        ("project",),
-        "interpreter version required for releasing",
-    ),
+    ("The user prefers dark mode in every editor.", ("user",),
+     "which colour theme do they like for coding tools?"),
+    ("Gale is afraid of deep water since the shipwreck.", ("gale",),
+     "what frightens her about the sea?"),
+    ("The deploy script needs Python 3.11 on the build server.", ("project",),
+     "interpreter version required for releasing"),
 ]
 DISTRACTORS = [
     ("The council meets on the first Monday of each month.", ("lore",)),
@@ -278,12 +264,10 @@ async def test_the_server_recalls_by_meaning_once_its_background_catch_up_is_don
     """Through a real MCP client: the server loads the model and embeds the file's memories
     in the background; status says so; then a paraphrase finds its memory."""
     del model  # loaded already by the fixture: the server shares it, it does not load again
-    write_lines(
-        vault, [encode(entry(n, content, tags)) for n, (content, tags, _) in enumerate(PARAPHRASED)]
-    )
+    write_lines(vault, [encode(entry(n, content, tags))
+                        for n, (content, tags, _) in enumerate(PARAPHRASED)])
     settings = folder_settings(vault, tmp_path / "cfg")
     async with Client(build_server(settings)) as client:
-
         async def memory_status() -> dict[str, str]:
             memory = (await read_status(client))["memory"]
             assert isinstance(memory, dict)

@@ -37,9 +37,7 @@ def make_store(
     vault: Path, clock: Callable[[], datetime] | None = None, *, compact_min_dead: int = 200
 ) -> MemoryStore:
     return MemoryStore(
-        Vault(None, FolderSource(vault)),
-        MEMORY,
-        clock=clock or Clock(),
+        Vault(None, FolderSource(vault)), MEMORY, clock=clock or Clock(),
         compact_min_dead=compact_min_dead,
     )
 
@@ -67,15 +65,9 @@ def test_a_record_round_trips_through_one_line() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    [
-        b"",
-        b"not json",
-        b"[1]",
-        b'{"id":"x"}',
-        b'{"id":"x","ts":"2026-05-01T00:00:00"}',
-        b'{"id":"x","ts":"2026-05-01T00:00:00Z","content":"c","tags":[1]}',
-        b'{"id":"x","ts":"2026-05-01T00:00:00Z","content":"c","tags":["a"],"type":3}',
-    ],
+    [b"", b"not json", b"[1]", b'{"id":"x"}', b'{"id":"x","ts":"2026-05-01T00:00:00"}',
+     b'{"id":"x","ts":"2026-05-01T00:00:00Z","content":"c","tags":[1]}',
+     b'{"id":"x","ts":"2026-05-01T00:00:00Z","content":"c","tags":["a"],"type":3}'],
 )
 def test_invalid_lines_decode_to_none(line: bytes) -> None:
     assert decode(line) is None
@@ -156,9 +148,8 @@ async def test_remember_recall_forget(vault: Path) -> None:
 async def test_recall_filters_rank_and_summarise(vault: Path) -> None:
     clock = Clock()
     store = make_store(vault, clock)
-    await store.remember(
-        "The storm sank the Wren near the reef.", ["gale", "ship"], "", type="event"
-    )
+    await store.remember("The storm sank the Wren near the reef.", ["gale", "ship"], "",
+                         type="event")
     clock.advance(days=20)
     await store.remember("Gale hates storms since the Wren.", ["gale"], "mood", type="fact")
     clock.advance(days=5)
@@ -275,7 +266,7 @@ async def test_invalid_lines_anywhere_are_skipped_and_counted(vault: Path) -> No
     store = make_store(vault)
     await store.remember("first", ["t"], "")
     with (vault / MEMORY).open("a", encoding="utf-8") as handle:
-        handle.write('garbage\n\n{"id": 1}\n')
+        handle.write("garbage\n\n{\"id\": 1}\n")
     await store.remember("second", ["t"], "")
     recall = await make_store(vault).recall()
     assert [m.content for m in recall.memories] == ["second", "first"]

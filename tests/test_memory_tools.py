@@ -122,29 +122,20 @@ async def test_remember_needs_only_content_and_tags(setup: Setup) -> None:
 
 @pytest.mark.anyio
 async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
-    setup.seed(
-        [
-            old_entry("0seedmonth000", 20, "The Wren sank in the spring storm.", ("gale", "ship")),
-            old_entry("0seedweek0000", 3, "Gale keeps a storm journal.", ("gale",)),
-        ]
-    )
+    setup.seed([
+        old_entry("0seedmonth000", 20, "The Wren sank in the spring storm.", ("gale", "ship")),
+        old_entry("0seedweek0000", 3, "Gale keeps a storm journal.", ("gale",)),
+    ])
     async with setup.client() as client:
         text = await ok(
-            client,
-            "vault_remember",
-            content="Gale agreed to captain the new ship.",
-            tags=["#Gale", "Ship"],
-            context="drives the next session",
-            type="decision",
+            client, "vault_remember", content="Gale agreed to captain the new ship.",
+            tags=["#Gale", "Ship"], context="drives the next session", type="decision",
             source="Sessions/Session 12.md",
         )
         new_id = memory_id(text)
         again = await ok(
-            client,
-            "vault_remember",
-            content="Gale agreed to captain the new ship.",
-            tags=["ship", "gale"],
-            context="said twice",
+            client, "vault_remember", content="Gale agreed to captain the new ship.",
+            tags=["ship", "gale"], context="said twice",
         )
         assert memory_id(again) == new_id and "nothing written" in again
         assert len(setup.entries()) == 3
@@ -201,9 +192,8 @@ async def test_compaction_through_the_client(setup: Setup) -> None:
         retired.append(encode(tombstone))
     setup.seed(live + retired)
     async with setup.client() as client:
-        new_id = memory_id(
-            await ok(client, "vault_remember", content="fresh", tags=["keep"], context="")
-        )
+        new_id = memory_id(await ok(client, "vault_remember", content="fresh", tags=["keep"],
+                                    context=""))
         recall = await ok(client, "vault_recall", tags=["keep"], limit=20)
         assert recall.startswith("11 memories tagged keep")
         assert (await ok(client, "vault_recall", tags=["gone"])).startswith("No memories")
@@ -221,26 +211,14 @@ async def test_compaction_through_the_client(setup: Setup) -> None:
 async def test_bad_input_gets_a_clear_error_and_writes_nothing(setup: Setup) -> None:
     bad_calls: list[tuple[str, dict[str, object], str]] = [
         ("vault_remember", {"content": "", "tags": ["a"], "context": ""}, "content is empty"),
-        (
-            "vault_remember",
-            {"content": "x" * 50_000, "tags": ["a"], "context": ""},
-            "the limit is 4,000",
-        ),
-        (
-            "vault_remember",
-            {"content": "ok", "tags": [f"t{n}" for n in range(1000)], "context": ""},
-            "tags has 1,000 items; give at most 20.",
-        ),
-        (
-            "vault_remember",
-            {"content": "ok", "tags": ["#my tag"], "context": ""},
-            "write it as 'my-tag'",
-        ),
-        (
-            "vault_recall",
-            {"time_range": "yesterday"},
-            "time_range must be one of 'today', 'week', 'month', 'all'; you gave 'yesterday'.",
-        ),
+        ("vault_remember", {"content": "x" * 50_000, "tags": ["a"], "context": ""},
+         "the limit is 4,000"),
+        ("vault_remember", {"content": "ok", "tags": [f"t{n}" for n in range(1000)],
+                            "context": ""}, "tags has 1,000 items; give at most 20."),
+        ("vault_remember", {"content": "ok", "tags": ["#my tag"], "context": ""},
+         "write it as 'my-tag'"),
+        ("vault_recall", {"time_range": "yesterday"},
+         "time_range must be one of 'today', 'week', 'month', 'all'; you gave 'yesterday'."),
         ("vault_recall", {"since": "last tuesday"}, "since='last tuesday' is not a date"),
         ("vault_recall", {"until": "soon"}, "until='soon' is not a date"),
     ]
@@ -277,9 +255,8 @@ class LandedButLost(httpx.AsyncBaseTransport):
 
 async def remember_concurrently(client: Client, how_many: int) -> None:
     async def one(n: int) -> None:
-        await ok(
-            client, "vault_remember", content=f"concurrent fact {n}", tags=["load"], context=""
-        )
+        await ok(client, "vault_remember", content=f"concurrent fact {n}", tags=["load"],
+                 context="")
 
     async with anyio.create_task_group() as group:
         for n in range(how_many):
@@ -295,9 +272,8 @@ def own_standin(tmp_path: Path) -> Iterator[tuple[StandinProcess, Path]]:
 
 
 @pytest.fixture
-async def rest_setup(
-    own_standin: tuple[StandinProcess, Path], tmp_path: Path
-) -> AsyncIterator[Setup]:
+async def rest_setup(own_standin: tuple[StandinProcess, Path], tmp_path: Path
+                     ) -> AsyncIterator[Setup]:
     process, vault = own_standin
     settings = rest_settings(process, tmp_path / "cfg")
     yield Setup(settings, vault / settings.memory_path, process)

@@ -365,7 +365,9 @@ def test_backlink_map_skips_attachments_and_self_links() -> None:
 async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# A\n\nThe lamp was lit.\n")
     (tmp_path / "b.md").write_text("# B\n\nThe eels were fed.\n")
-    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
+    corpus = Corpus(
+        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
+    )
     await corpus.sync(read_all=True)
     assert set(corpus.paths) == {"a.md", "b.md"}
     before_b = corpus.record("b.md")
@@ -451,7 +453,9 @@ async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path
 async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     for n in range(30):
         (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
-    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
+    corpus = Corpus(
+        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
+    )
     seen: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:

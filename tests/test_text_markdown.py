@@ -1,5 +1,6 @@
 """Note parsing: frontmatter, sections, blocks, links, tags, lookups and gists."""
 
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

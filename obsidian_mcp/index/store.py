@@ -580,15 +580,12 @@ class IndexStore:
             model_row = self._db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
             model = model_row[0] if model_row else None
             # A passage counts as embedded when every one of its texts has a vector.
-            embedded = (
-                passages
-                - self._db.execute(
-                    "SELECT count(DISTINCT t.passage_id) FROM passage_texts t "
-                    "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
-                    "WHERE v.seq IS NULL",
-                    (model or "",),
-                ).fetchone()[0]
-            )
+            embedded = passages - self._db.execute(
+                "SELECT count(DISTINCT t.passage_id) FROM passage_texts t "
+                "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
+                "WHERE v.seq IS NULL",
+                (model or "",),
+            ).fetchone()[0]
         size = sum(
             os.path.getsize(self.path + suffix)
             for suffix in ("", "-wal")

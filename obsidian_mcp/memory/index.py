@@ -37,52 +37,10 @@ _WORD = re.compile(r"\w+")
 # Words too common to say anything about a memory; they would make every entry a match.
 _STOPWORDS = frozenset(
     {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "she",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "you",
-        "your",
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "had", "has",
+        "have", "he", "her", "his", "i", "in", "is", "it", "its", "of", "on", "or", "she", "so",
+        "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when",
+        "where", "which", "who", "will", "with", "you", "your",
     }
 )
 # A query word found in a tag counts more: a tag is a deliberate label. Order: (tags, text).
@@ -132,15 +90,8 @@ def _moment(micros: int) -> datetime:
 
 def _memory(row: Row) -> Memory:
     memory_id, ts, content, tags, context, kind, source = row
-    return Memory(
-        memory_id,
-        datetime.fromisoformat(ts),
-        content,
-        tuple(json.loads(tags)),
-        context,
-        kind,
-        source,
-    )
+    return Memory(memory_id, datetime.fromisoformat(ts), content, tuple(json.loads(tags)),
+                  context, kind, source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,17 +225,15 @@ class MemoryIndex:
         elif previous is not None and isinstance(record, Memory):
             self.db.execute("DELETE FROM retired WHERE id = ?", (record.id,))
         if isinstance(record, Tombstone):
-            self.db.execute(
-                "INSERT OR REPLACE INTO retired VALUES (?, ?)", (record.id, record.ts.isoformat())
-            )
+            self.db.execute("INSERT OR REPLACE INTO retired VALUES (?, ?)",
+                            (record.id, record.ts.isoformat()))
             self.dead_lines += 1
         else:
             self._add(record)
 
     def _add(self, memory: Memory) -> None:
-        repeat = self.db.execute(
-            "SELECT 1 FROM memories WHERE key = ? LIMIT 1", (_key_hash(memory),)
-        )
+        repeat = self.db.execute("SELECT 1 FROM memories WHERE key = ? LIMIT 1",
+                                 (_key_hash(memory),))
         is_repeat = repeat.fetchone() is not None
         if is_repeat:
             self.dead_lines += 1
@@ -297,23 +246,9 @@ class MemoryIndex:
         slots = range(first, self.next_slot)
         self.db.executemany(
             "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    slot,
-                    m.id,
-                    m.ts.isoformat(),
-                    _micros(m.ts),
-                    m.content,
-                    json.dumps(m.tags),
-                    m.context,
-                    m.type,
-                    m.source,
-                    _key_hash(m),
-                    int(repeat),
-                    content_hash(m.content),
-                )
-                for slot, m, repeat in zip(slots, memories, repeats, strict=True)
-            ],
+            [(slot, m.id, m.ts.isoformat(), _micros(m.ts), m.content, json.dumps(m.tags),
+              m.context, m.type, m.source, _key_hash(m), int(repeat), content_hash(m.content))
+             for slot, m, repeat in zip(slots, memories, repeats, strict=True)],
         )
         self.db.executemany(
             "INSERT OR IGNORE INTO memory_tags VALUES (?, ?)",
@@ -321,14 +256,9 @@ class MemoryIndex:
         )
         self.db.executemany(
             "INSERT INTO words (rowid, tags, text) VALUES (?, ?, ?)",
-            [
-                (
-                    slot,
-                    " ".join(terms(" ".join(m.tags).replace("/", " "))),
-                    " ".join(terms(m.content + " " + m.context)),
-                )
-                for slot, m in zip(slots, memories, strict=True)
-            ],
+            [(slot, " ".join(terms(" ".join(m.tags).replace("/", " "))),
+              " ".join(terms(m.content + " " + m.context)))
+             for slot, m in zip(slots, memories, strict=True)],
         )
 
     def load(self, records: Iterable[Record]) -> None:
@@ -336,10 +266,8 @@ class MemoryIndex:
         faster than one `apply` at a time."""
         assert self.next_slot == 0 and self._live == 0, "load() needs an empty index"
         settled = settle(records)
-        self.db.executemany(
-            "INSERT OR REPLACE INTO retired VALUES (?, ?)",
-            [(t.id, t.ts.isoformat()) for t in settled.retired],
-        )
+        self.db.executemany("INSERT OR REPLACE INTO retired VALUES (?, ?)",
+                            [(t.id, t.ts.isoformat()) for t in settled.retired])
         self._insert(settled.live, settled.repeats)
         self.dead_lines += settled.dead_lines
 
@@ -352,10 +280,8 @@ class MemoryIndex:
             "SELECT slot, key, repeat FROM memories WHERE id = ?", (memory.id,)
         ).fetchone()
         self.db.execute("DELETE FROM memories WHERE slot = ?", (slot,))
-        self.db.executemany(
-            "DELETE FROM memory_tags WHERE tag = ? AND slot = ?",
-            [(tag, slot) for tag in memory.tags],
-        )
+        self.db.executemany("DELETE FROM memory_tags WHERE tag = ? AND slot = ?",
+                            [(tag, slot) for tag in memory.tags])
         self._live -= 1
         same = self.db.execute(
             "SELECT slot FROM memories WHERE key = ? ORDER BY slot LIMIT 1", (key,)
@@ -405,9 +331,8 @@ class MemoryIndex:
 
     def repeats_of(self, memory: Memory) -> list[str]:
         """Ids of live memories with the same content and tags, this one included."""
-        rows = self.db.execute(
-            "SELECT id FROM memories WHERE key = ? ORDER BY slot", (_key_hash(memory),)
-        )
+        rows = self.db.execute("SELECT id FROM memories WHERE key = ? ORDER BY slot",
+                               (_key_hash(memory),))
         return [row[0] for row in rows]
 
     def tag_counts(self) -> list[tuple[str, int]]:
@@ -424,24 +349,22 @@ class MemoryIndex:
 
     def recent(self, limit: int) -> list[Memory]:
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 ORDER BY at DESC, id DESC LIMIT ?",
-            (limit,),
+            f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 ORDER BY at DESC, id DESC "
+            "LIMIT ?", (limit,),
         )
         return [_memory(row) for row in rows]
 
     def covered(self, below_slot: int) -> int:
         """Live memories (repeats aside) among the slots below `below_slot`."""
-        row = self.db.execute(
-            "SELECT COUNT(*) FROM memories WHERE repeat = 0 AND slot < ?", (below_slot,)
-        )
+        row = self.db.execute("SELECT COUNT(*) FROM memories WHERE repeat = 0 AND slot < ?",
+                              (below_slot,))
         return int(row.fetchone()[0])
 
     def contents(self, first_slot: int, end_slot: int) -> list[tuple[bytes, str]]:
         """(content hash, content) of the live memories in a range of slots, one per hash."""
         rows = self.db.execute(
             "SELECT meaning, MIN(content) FROM memories WHERE repeat = 0 AND slot >= ? "
-            "AND slot < ? GROUP BY meaning",
-            (first_slot, end_slot),
+            "AND slot < ? GROUP BY meaning", (first_slot, end_slot),
         )
         return [(meaning, content) for meaning, content in rows]
 
@@ -455,12 +378,9 @@ class MemoryIndex:
         total = max(self._live, 1)
         for term in terms(text):
             fields = [
-                [
-                    row[0]
-                    for row in self.db.execute(
-                        "SELECT rowid FROM words WHERE words MATCH ?", (f'{{{name}}} : "{term}"',)
-                    )
-                ]
+                [row[0] for row in self.db.execute(
+                    "SELECT rowid FROM words WHERE words MATCH ?", (f'{{{name}}} : "{term}"',)
+                )]
                 for name in _FIELDS
             ]
             frequency = max(len(slots) for slots in fields)
@@ -498,8 +418,8 @@ class MemoryIndex:
 
     def _fetch(self, slots: list[int]) -> list[Memory]:
         rows = self.db.execute(
-            f"SELECT slot, {_COLUMNS} FROM memories WHERE slot IN (SELECT value FROM json_each(?))",
-            (json.dumps(slots),),
+            f"SELECT slot, {_COLUMNS} FROM memories WHERE slot IN "
+            "(SELECT value FROM json_each(?))", (json.dumps(slots),),
         )
         by_slot = {row[0]: _memory(row[1:]) for row in rows}
         return [by_slot[slot] for slot in slots]
@@ -521,36 +441,32 @@ class MemoryIndex:
             # Equal times (one clock tick) fall back to file order: the later line is newer.
             rows = self.db.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE {where} ORDER BY at DESC, slot DESC "
-                "LIMIT ?",
-                [*params, limit],
+                "LIMIT ?", [*params, limit],
             )
-            return Selection(
-                [_memory(row) for row in rows], total, _moment(newest), _moment(oldest)
-            )
+            return Selection([_memory(row) for row in rows], total, _moment(newest),
+                             _moment(oldest))
         scores = self._text_scores(query.text)
         nearby = self._slots_near(similar) if similar else {}
         candidates = scores.keys() | nearby.keys()
         rows = self.db.execute(
             f"SELECT slot, at FROM memories WHERE {where} AND slot IN "
-            "(SELECT value FROM json_each(?))",
-            [*params, json.dumps(sorted(candidates))],
+            "(SELECT value FROM json_each(?))", [*params, json.dumps(sorted(candidates))],
         )
         pool: dict[int, int] = dict(rows.fetchall())
         if not pool:
             return Selection([], 0, None, None)
         if nearby:
-
             def by(values: Mapping[int, float]) -> list[int]:
                 hits = [slot for slot in pool if slot in values]
-                return sorted(hits, key=lambda slot: (values[slot], pool[slot], slot), reverse=True)
+                return sorted(hits, key=lambda slot: (values[slot], pool[slot], slot),
+                              reverse=True)
 
             fused = reciprocal_rank_fusion([(by(scores), 1.0), (by(nearby), MEANING_WEIGHT)])
             best = heapq.nlargest(limit, pool, key=lambda slot: (fused[slot], pool[slot], slot))
         else:
             best = heapq.nlargest(limit, pool, key=lambda slot: (scores[slot], pool[slot], slot))
-        return Selection(
-            self._fetch(best), len(pool), _moment(max(pool.values())), _moment(min(pool.values()))
-        )
+        return Selection(self._fetch(best), len(pool), _moment(max(pool.values())),
+                         _moment(min(pool.values())))
 
     def _slots_near(self, similar: Mapping[bytes, float]) -> dict[int, float]:
         marks = ", ".join("?" * len(similar))
@@ -560,15 +476,8 @@ class MemoryIndex:
         return {slot: similar[meaning] for slot, meaning in rows}
 
 
-_READER_STATE = (
-    "offset",
-    "anchor",
-    "anchor_end",
-    "crc",
-    "invalid_lines",
-    "torn_tail",
-    "generation",
-)
+_READER_STATE = ("offset", "anchor", "anchor_end", "crc", "invalid_lines", "torn_tail",
+                 "generation")
 
 
 class LogReader:

@@ -113,7 +113,8 @@ def compacted(data: bytes) -> tuple[bytes, Compaction]:
     parsed = parse(data, keep_raw=True)
     line_of = dict(zip((record.id for record in parsed.records), parsed.raw, strict=True))
     settled = settle(parsed.records)
-    kept_ids = [m.id for m, repeat in zip(settled.live, settled.repeats, strict=True) if not repeat]
+    kept_ids = [m.id for m, repeat in zip(settled.live, settled.repeats, strict=True)
+                if not repeat]
     kept = b"".join(line_of[memory_id] for memory_id in kept_ids)
     total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     return kept, Compaction(
@@ -289,11 +290,8 @@ class RestLog:
             missing = [r for r in records if encode(r).encode("utf-8") not in content]
             if not missing:
                 return
-            logger.warning(
-                "memory append unconfirmed (%s); sending %d line(s) again",
-                type(failure).__name__,
-                len(missing),
-            )
+            logger.warning("memory append unconfirmed (%s); sending %d line(s) again",
+                           type(failure).__name__, len(missing))
             try:
                 await self._vault.append(self._path, _lines(missing).decode("utf-8"))
                 return

@@ -99,9 +99,8 @@ class MemoryVectors:
         most = min(MOST_SIMILAR, len(similarity))
         top = np.argpartition(-similarity, most - 1)[:most]
         hashes = list(self._row_of)
-        return {
-            hashes[row]: float(similarity[row]) for row in top if similarity[row] >= MEANING_FLOOR
-        }
+        return {hashes[row]: float(similarity[row]) for row in top
+                if similarity[row] >= MEANING_FLOOR}
 
 
 def cached_vectors(
@@ -113,8 +112,7 @@ def cached_vectors(
         part = hashes[first : first + 500]
         rows = db.execute(
             f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN "
-            f"({', '.join('?' * len(part))})",
-            [model_id, *part],
+            f"({', '.join('?' * len(part))})", [model_id, *part],
         )
         for content_hash, blob in rows:
             found[content_hash] = np.frombuffer(blob, dtype=np.float32)

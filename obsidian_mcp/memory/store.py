@@ -162,9 +162,8 @@ class MemoryStore:
             return open_cache(cache)
         except (OSError, sqlite3.Error) as exc:
             # The cache only saves time: without it every process reads the file again.
-            logger.warning(
-                "memory cache %s cannot be used (%s); keeping the index in memory", cache, exc
-            )
+            logger.warning("memory cache %s cannot be used (%s); keeping the index in memory",
+                           cache, exc)
             self._cache = None
             return open_cache(None)
 
@@ -189,10 +188,8 @@ class MemoryStore:
         return answer
 
     def _notice_unembedded(self) -> None:
-        behind = (
-            self._vectors.generation != self._reader.generation
-            or self._vectors.through_slot < self._reader.index.next_slot
-        )
+        behind = (self._vectors.generation != self._reader.generation
+                  or self._vectors.through_slot < self._reader.index.next_slot)
         if behind:
             self._more_to_embed.set()
 
@@ -210,10 +207,7 @@ class MemoryStore:
         self._reader, report = await self._file().compact(self._reader)
         logger.info(
             "memory file compacted: %d memories kept, %d lines dropped, %d -> %d bytes",
-            report.kept,
-            report.dropped_lines,
-            report.bytes_before,
-            report.bytes_after,
+            report.kept, report.dropped_lines, report.bytes_before, report.bytes_after,
         )
         return report
 
@@ -306,8 +300,7 @@ class MemoryStore:
         # The query's vector needs no lock: the model is loaded once and never changes.
         query_vector = (
             await self._vectors.embed([text])
-            if text and self._vectors.embedder is not None
-            else None
+            if text and self._vectors.embedder is not None else None
         )
 
         def question(index: MemoryIndex) -> Recall:

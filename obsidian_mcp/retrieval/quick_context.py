@@ -136,3 +136,4 @@ async def quick_context(
         previews=tuple(previews),
         max_tokens=budget,
     )
+

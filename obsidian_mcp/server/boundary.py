@@ -23,7 +23,6 @@ from obsidian_mcp.validation import Schema, describe_invalid_arguments
 
 logger = logging.getLogger(__name__)
 
-
 def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
     """The first argument holding a lone surrogate, named as the model wrote it."""
 
@@ -37,7 +36,9 @@ def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
             )
         if isinstance(value, dict):
             entries = cast(dict[str, object], value)
-            return next((hit for k, v in entries.items() if (hit := find(v, f"{where}.{k}"))), None)
+            return next(
+                (hit for k, v in entries.items() if (hit := find(v, f"{where}.{k}"))), None
+            )
         return None
 
     return next((hit for key, value in arguments.items() if (hit := find(value, key))), None)

@@ -89,7 +89,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 max_length=MAX_CONTENT_CHARS,
                 description=f"The thing to remember, self-contained, in a sentence or a short "
                 f"paragraph (at most {MAX_CONTENT_CHARS:,} characters). Put long material "
-                "in a note and pass its path as source.",
+                "in a note and pass its path as source."
             ),
         ],
         tags: Tags,
@@ -120,10 +120,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         vault_recall.
         """
         with tool_errors():
-            result = (
-                await app_state(ctx)
-                .require()
-                .memory.remember(content, tags, context or "", type=type, source=source)
+            result = await app_state(ctx).require().memory.remember(
+                content, tags, context or "", type=type, source=source
             )
         memory = result.memory
         tag_list = ", ".join(repr(tag) for tag in memory.tags)
@@ -275,7 +273,9 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     async def handover(
         ctx: Context[AppState],
         task: Annotated[str, Field(description="The task in progress and where it stands.")],
-        note: Annotated[str, Field(description="Vault path of the handover note.")] = "handover.md",
+        note: Annotated[
+            str, Field(description="Vault path of the handover note.")
+        ] = "handover.md",
     ) -> str:
         memory_store = app_state(ctx).require().memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)

@@ -22,10 +22,8 @@ async def _memory_status(services: VaultServices) -> dict[str, object]:
         return {"problem": str(exc)}
     except Exception as exc:
         logger.exception("memory status failed")
-        return {
-            "problem": f"the memory file could not be read ({type(exc).__name__}); see "
-            "the server's log."
-        }
+        return {"problem": f"the memory file could not be read ({type(exc).__name__}); see "
+                "the server's log."}
 
 
 async def status_data(state: AppState) -> dict[str, object]:

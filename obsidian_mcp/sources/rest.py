@@ -282,7 +282,9 @@ class RestSource:
             authenticated=bool(body.get("authenticated")),
             extension_routes=frozenset(routes),
             extension_ids=frozenset(str(ext.get("id", "")) for ext in extensions),
-            link_index_ready=(bool(body["linkIndexReady"]) if "linkIndexReady" in body else None),
+            link_index_ready=(
+                bool(body["linkIndexReady"]) if "linkIndexReady" in body else None
+            ),
         )
         return self._info
 
