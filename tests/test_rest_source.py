@@ -11,6 +11,7 @@ from obsidian_mcp.errors import (
     IsAFolder,
     NoteNotFound,
     PathRefused,
+    VaultError,
 )
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.rest import RestSource, build_http_client
@@ -103,3 +104,20 @@ async def test_traversal_never_reaches_the_plugin(standin: StandinProcess, tmp_p
                 with pytest.raises(PathRefused):
                     await operation
         assert standin.stats()["total"] == before
+
+
+@pytest.mark.anyio
+async def test_smart_search_unavailable_is_asked_once(tmp_path: Path) -> None:
+    """The extension's 503 (Smart Connections not loaded) is final: no retries."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("# Note\n\nA vault without Smart Connections.\n", "utf-8")
+    async with StandinProcess(vault, plugin_version="5.1.0", smart="upstream") as standin:
+        settings = rest_settings(standin, tmp_path)
+        async with build_http_client(settings) as http:
+            rest = RestSource(http, settings)
+            standin.reset_stats()
+            with pytest.raises(VaultError):
+                await rest.smart_search("anything", folders=None, limit=5)
+            calls = {k: v for k, v in standin.stats()["by_route"].items() if "smart" in k}
+    assert list(calls.values()) == [1], calls

@@ -81,6 +81,12 @@ def encode_path(path: str) -> str:
     return "/".join(quote(segment, safe="") for segment in path.split("/"))
 
 
+# The extension's 503s mean Smart Connections is not loaded, or failed on this query (after
+# polling 5 s for it): asking again only repeats the wait (1.5 s of retries per query on
+# the stand-in, seen in python -m bench.index_bench).
+_SMART_SEARCH_FINAL = frozenset({503})
+
+
 class RetryableStatus(Exception):
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
@@ -196,8 +202,10 @@ class RestSource:
         headers: Mapping[str, str] | None = None,
         content: str | bytes | None = None,
         params: Mapping[str, str | int] | None = None,
+        final_statuses: frozenset[int] = frozenset(),
     ) -> httpx.Response:
-        """One request with the retry policy; transport failures become VaultErrors."""
+        """One request with the retry policy; transport failures become VaultErrors.
+        `final_statuses`: server errors this route means for good, never retried."""
         settings = self._settings
         attempts = settings.retry_attempts if idempotent else 1
 
@@ -205,7 +213,8 @@ class RestSource:
             response = await self._http.request(
                 method, url, headers=headers, content=content, params=params
             )
-            if idempotent and (response.status_code == 429 or response.status_code >= 500):
+            status = response.status_code
+            if idempotent and (status == 429 or status >= 500) and status not in final_statuses:
                 raise RetryableStatus(response)
             return response
 
@@ -455,6 +464,7 @@ class RestSource:
             idempotent=True,
             headers={"Content-Type": "text/plain"},
             content=payload,
+            final_statuses=_SMART_SEARCH_FINAL,
         )
         if response.status_code == 400 and "string" in response.text:
             response = await self._send(
@@ -463,6 +473,7 @@ class RestSource:
                 idempotent=True,
                 headers={"Content-Type": "application/json"},
                 content=payload,
+                final_statuses=_SMART_SEARCH_FINAL,
             )
         body = cast(dict[str, Any], await self._json(self._check(response)))
         return cast(list[dict[str, Any]], body.get("results") or [])
