@@ -1,9 +1,9 @@
-"""Ablation: what each optional retrieval stage is worth, measured by switching it off.
+"""Ablation: what each retrieval stage is worth, measured by switching it off.
 
     python -m bench.ablation                    # dev split, every stage off in turn
     python -m bench.ablation --split heldout    # the held-out third, reported apart
 
-For every configuration (the server's default, all stages on, then each stage of
+For every configuration (all stages on, the server's default, then each stage of
 ``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
 subprocess driven by a real MCP client, in two modes: on the stand-in Local REST API
 with ``/search/smart`` ("smart"), and on the vault folder without ``.smart-env``
@@ -43,9 +43,8 @@ from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
 STAGES: tuple[StageName, ...] = get_args(StageName)
-# (name, stages off); None: the server's default (Settings.stages_off).
-CONFIGS: tuple[tuple[str, frozenset[StageName] | None], ...] = (
-    ("default", None),
+# (name, stages off): every stage (the server's default), then each one off alone.
+CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
     ("all stages", frozenset()),
     *((f"no {stage}", frozenset({stage})) for stage in STAGES),
 )
@@ -84,12 +83,11 @@ def summarise(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[st
 
 async def run_config(
     env: dict[str, str],
-    off: frozenset[StageName] | None,
+    off: frozenset[StageName],
     label: str,
     questions: Sequence[Question],
 ) -> list[Trace]:
-    if off is not None:
-        env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
+    env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         traces, _ = await run_traced(label, recorder, semantic_step(recorder), questions)
