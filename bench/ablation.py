@@ -160,11 +160,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write the table as a section of REPORT.md in this folder (e.g. bench)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     found = anyio.run(run, args)
     found["seconds"] = time.perf_counter() - started
-    print("\n" + ablation_table(found))
+    table = ablation_table(found)
+    print("\n" + table)
+    if args.report is not None:
+        from bench.report import write_section  # the report imports this module
+
+        section = (
+            f"## Ablation: each stage of vault_semantic_query switched off ({args.split} split)"
+            f"\n\n`python -m bench.ablation --split {args.split}` "
+            f"({time.strftime('%Y-%m-%d')}, {found['seconds'] / 60:.0f} min). Each question gets "
+            "`vault_semantic_query` with defaults, and on a miss the read its response "
+            "suggests; the slices are those a stage aims at.\n\n" + table
+        )
+        print(f"report: {write_section(args.report, f'ablation-{args.split}', section)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"ablation-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")

@@ -465,12 +465,26 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="five questions only")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write the report as a section of REPORT.md in this folder (e.g. bench)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     data = anyio.run(run, args)
+    if args.report is not None:
+        from bench.report import write_section  # the report imports this module
+
+        section = (
+            "## Retrieval quality per strategy, slice and ranking\n\n"
+            f"`python -m bench.retrieval_bench` ({data['started']}).\n\n" + data["report"]
+        )
+        print(f"report: {write_section(args.report, 'retrieval', section)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"retrieval-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")

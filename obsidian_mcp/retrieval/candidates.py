@@ -278,19 +278,21 @@ class CandidateSources:
         }
         keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
         dense = await self.dense_ranking(query, prefix)
-        # Smart Connections' stored vectors stand in for the local index until it has every
-        # passage; then they only repeat it, coarser (same model, whole blocks): with them
-        # the folder's dev questions scored 70-73% in the first response, without 74%
-        # (python -m bench.retrieval_bench, folder+vectors against folder+meaning).
-        complete = dense is not None and not dense.progress
-        answer = await self.semantic.search(
-            query,
-            folder=prefix.rstrip("/"),
-            limit=SEMANTIC_DEPTH,
-            seeds=self._seeds(keyword_ranking, keyword),
-            local=None if dense is None else LocalQuery(dense.embedder, dense.query),
-            stored_vectors=not complete,
-        )
+        if dense is not None and not dense.progress:
+            # The local index has every passage: the semantic sources are not asked. With
+            # them (Smart Connections' blocks, same model, coarser) the dev questions scored
+            # 69% in the first response through /search/smart and 70-73% through stored
+            # vectors; without them 73% and 74% (python -m bench.ablation, "no semantic";
+            # python -m bench.retrieval_bench).
+            answer = SemanticAnswer("lexical-fallback", ())
+        else:
+            answer = await self.semantic.search(
+                query,
+                folder=prefix.rstrip("/"),
+                limit=SEMANTIC_DEPTH,
+                seeds=self._seeds(keyword_ranking, keyword),
+                local=None if dense is None else LocalQuery(dense.embedder, dense.query),
+            )
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix
         )
