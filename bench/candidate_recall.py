@@ -71,7 +71,9 @@ async def candidate_recall(
             for question in questions:
                 _, prefix = folder_prefix(question.folder or "")
                 await retriever.corpus.sync(read_all=True)
-                candidates = await retriever.candidates.gather(question.question, prefix)
+                candidates = await retriever.candidates.gather(
+                    question.question, prefix, retriever.stages
+                )
                 rankings = {
                     "keyword": candidates.keyword,
                     "dense": candidates.dense_ranking,

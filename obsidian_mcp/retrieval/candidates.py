@@ -27,6 +27,7 @@ from obsidian_mcp.retrieval.semantic import (
     SemanticHit,
     SemanticSources,
 )
+from obsidian_mcp.retrieval.stages import Stages
 from obsidian_mcp.text.markdown import find_section
 
 # How deep the meaning rankings go: the fusion looks no further.
@@ -268,17 +269,18 @@ class CandidateSources:
                 seeds.append(Seed(chunk.path, line, keyword[chunk_id] / top))
         return seeds
 
-    async def gather(self, query: str, prefix: str) -> Candidates:
-        """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/')."""
+    async def gather(self, query: str, prefix: str, stages: Stages) -> Candidates:
+        """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
+        a source whose stage is off gives none (the ablation)."""
         wanted = query_terms(query)
         keyword = {
             chunk_id: score
-            for chunk_id, score in self.corpus.scores(wanted).items()
+            for chunk_id, score in (self.corpus.scores(wanted) if stages.keyword else {}).items()
             if self.corpus.chunk(chunk_id).path.startswith(prefix)
         }
         keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
-        dense = await self.dense_ranking(query, prefix)
-        if dense is not None and not dense.progress:
+        dense = await self.dense_ranking(query, prefix) if stages.dense else None
+        if not stages.semantic or (dense is not None and not dense.progress):
             # The local index has every passage: the semantic sources are not asked. With
             # them (Smart Connections' blocks, same model, coarser) the dev questions scored
             # 69% in the first response through /search/smart and 70-73% through stored

@@ -16,7 +16,6 @@ own module, each passed once and in this order (`Retriever.semantic_query`):
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import anyio.from_thread
@@ -29,7 +28,7 @@ from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
-from obsidian_mcp.retrieval.candidates import Candidates, CandidateSources, query_terms
+from obsidian_mcp.retrieval.candidates import CandidateSources, query_terms
 from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.cutting import cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
@@ -186,18 +185,6 @@ class Retriever:
         index = self.corpus.index
         return [(t, w * index.idf(t)) for t, w in index.expand(query_terms(query))]
 
-    def _switched(self, candidates: Candidates) -> Candidates:
-        """The candidates without the rankings of sources switched off (the ablation)."""
-        stages = self.stages
-        if stages.keyword and stages.dense and stages.semantic:
-            return candidates
-        return replace(
-            candidates,
-            keyword=candidates.keyword if stages.keyword else [],
-            dense=candidates.dense if stages.dense else None,
-            semantic=candidates.semantic if stages.semantic else [],
-        )
-
     async def ranked_passages(
         self,
         query: str,
@@ -208,8 +195,8 @@ class Retriever:
         """Stages 1 and 2: the candidates of every source, fused into one order."""
         _, prefix = folder_prefix(folder)
         await self.corpus.sync(read_all=True, progress=progress)
-        candidates = await self.candidates.gather(query, prefix)
-        return fuse(self._switched(candidates), seats=self.stages.seats)
+        candidates = await self.candidates.gather(query, prefix, self.stages)
+        return fuse(candidates, seats=self.stages.seats)
 
     async def semantic_query(
         self,
