@@ -1,6 +1,7 @@
 """The persistent passage index at scale: build cost, restarts, edits, memory, warm queries.
 
     python -m bench.index_bench --notes 1000 10000 [--embed-seconds 600]
+    python -m bench.index_bench --prebuilt VAULT_PARENT CACHE_DIR
 
 For each size, a generated vault (``bench/generate_vault.py``, no Smart Connections
 vectors) is indexed once in this process, the way ``obsidian-mcp index`` does it:
@@ -24,6 +25,13 @@ server process (stdio subprocess):
   stand-in), then the first query after the staleness bound: its time, and whether it
   shows the new text;
 - the server's resident memory (VmRSS) after all that.
+
+With ``--prebuilt``, nothing is built: VAULT_PARENT holds ``vault/`` and
+``planted.jsonl`` (``python -m bench.generate_vault``) and CACHE_DIR is the
+``OBSIDIAN_CACHE_DIR`` an ``obsidian-mcp index --vault VAULT_PARENT/vault`` filled. Both are
+copied to a temporary folder (modification times kept, the index file renamed for the
+copy's identity), never written; the copy is opened once to bring its schema up to date,
+timed apart as **upgrade**, then served as above.
 
 Results go to ``bench/out/index-<time>.json`` and a markdown table is printed.
 """
@@ -53,6 +61,7 @@ from bench.harness import (
     stdio_session,
 )
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
@@ -197,6 +206,44 @@ async def run_size(notes: int, work: Path, embed_seconds: float) -> tuple[Build,
     index_dir = Path(env["OBSIDIAN_INDEX_DIR"])
     built = await build(vault, index_dir, notes, embed_seconds)
     print(f"  {notes:,} notes: {built}", flush=True)
+    runs = await serve_both(vault, config, notes, planted)
+    shutil.rmtree(out)
+    return built, runs
+
+
+async def run_prebuilt(parent: Path, cache: Path, work: Path) -> tuple[float, list[Serve]]:
+    """Serve a copy of a vault and its index built elsewhere; (seconds to upgrade the
+    copy's schema, the serve runs)."""
+    vault = work / "prebuilt" / "vault"
+    shutil.copytree(parent / "vault", vault, copy_function=shutil.copy2)
+    rows = [
+        json.loads(line)
+        for line in (parent / "planted.jsonl").read_text("utf-8").split("\n")
+        if line
+    ]
+    planted = [(row["question"], row["gold"], row["gold_file"]) for row in rows]
+    config = work / "config-prebuilt"
+    env = server_env(vault=vault, config_dir=config)
+    source = index_path(
+        Settings.model_validate({"vault_path": parent / "vault", "cache_dir": cache})
+    )
+    target = index_path(
+        Settings.model_validate({"vault_path": vault, "index_dir": env["OBSIDIAN_INDEX_DIR"]})
+    )
+    target.parent.mkdir(parents=True)
+    shutil.copy2(source, target)
+    started = time.perf_counter()
+    IndexStore(target).close()
+    upgrade = time.perf_counter() - started
+    print(f"  upgrade of {source.name}: {upgrade:.2f} s", flush=True)
+    return upgrade, await serve_both(vault, config, len(list(vault.rglob("*.md"))), planted)
+
+
+async def serve_both(
+    vault: Path, config: Path, notes: int, planted: list[tuple[str, str, str]]
+) -> list[Serve]:
+    """A new server process on the built index through the folder, then the stand-in."""
+    env = server_env(vault=vault, config_dir=config)
 
     async def edit_on_disk(path: str, marker: str) -> None:
         target = vault / path
@@ -219,8 +266,7 @@ async def run_size(notes: int, work: Path, embed_seconds: float) -> tuple[Build,
         runs.append(await serve(rest_env, notes, "stand-in", planted, edit_by_put))
     for run in runs:
         print(f"  {run}", flush=True)
-    shutil.rmtree(out)
-    return built, runs
+    return runs
 
 
 def report(builds: list[Build], serves: list[Serve]) -> str:
@@ -250,23 +296,26 @@ def report(builds: list[Build], serves: list[Serve]) -> str:
         ]
         for s in serves
     ]
+    build_table = [
+        "## Passage index: build",
+        "",
+        markdown_table(
+            [
+                "notes",
+                "read+cut+store s",
+                "passages",
+                "distinct texts",
+                "embedded/s",
+                "full build s",
+                "index MB",
+            ],
+            build_rows,
+        ),
+        "",
+    ]
     return "\n".join(
         [
-            "## Passage index: build",
-            "",
-            markdown_table(
-                [
-                    "notes",
-                    "read+cut+store s",
-                    "passages",
-                    "distinct texts",
-                    "embedded/s",
-                    "full build s",
-                    "index MB",
-                ],
-                build_rows,
-            ),
-            "",
+            *(build_table if builds else []),
             "## Passage index: a new server process on the built index",
             "",
             markdown_table(
@@ -287,21 +336,32 @@ def report(builds: list[Build], serves: list[Serve]) -> str:
     )
 
 
-async def main_async(sizes: list[int], embed_seconds: float) -> None:
+async def main_async(
+    sizes: list[int], embed_seconds: float, prebuilt: tuple[Path, Path] | None
+) -> None:
     builds: list[Build] = []
     serves: list[Serve] = []
+    upgrade: float | None = None
     with tempfile.TemporaryDirectory(prefix="index-bench-") as tmp:
-        for notes in sizes:
+        if prebuilt is not None:
+            upgrade, serves = await run_prebuilt(*prebuilt, Path(tmp))
+        for notes in sizes if prebuilt is None else []:
             built, runs = await run_size(notes, Path(tmp), embed_seconds)
             builds.append(built)
             serves += runs
     text = report(builds, serves)
+    if upgrade is not None:
+        text += f"\n\nSchema upgrade of the prebuilt index (once): {upgrade:.2f} s"
     print(text)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     out = OUT_DIR / f"index-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(
         json.dumps(
-            {"builds": [asdict(b) for b in builds], "serves": [asdict(s) for s in serves]},
+            {
+                "builds": [asdict(b) for b in builds],
+                "serves": [asdict(s) for s in serves],
+                "upgrade_seconds": upgrade,
+            },
             indent=1,
         )
     )
@@ -317,8 +377,16 @@ def main(argv: list[str] | None = None) -> None:
         default=600.0,
         help="longest the embedding phase of one build may run before the rate is used",
     )
+    parser.add_argument(
+        "--prebuilt",
+        nargs=2,
+        type=Path,
+        metavar=("VAULT_PARENT", "CACHE_DIR"),
+        help="serve a copy of an already built vault and index instead of building",
+    )
     args = parser.parse_args(argv)
-    anyio.run(main_async, args.notes, args.embed_seconds)
+    prebuilt = None if args.prebuilt is None else (args.prebuilt[0], args.prebuilt[1])
+    anyio.run(main_async, args.notes, args.embed_seconds, prebuilt)
 
 
 if __name__ == "__main__":

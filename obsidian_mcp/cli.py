@@ -7,6 +7,7 @@ stdout is the MCP channel under `serve`, so everything else goes to stderr; `cal
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,6 +100,9 @@ async def _call(
     return 1 if result.is_error else 0
 
 
+_NUMBERS = re.compile(r"[\d,.]+")
+
+
 class ProgressBar:
     """A one-line progress bar on stderr, redrawn in place; a finished phase (reading
     notes, then embedding passages) keeps its line. When stderr is not a terminal (a log
@@ -110,13 +114,18 @@ class ProgressBar:
         self._width = 0
         self._redraw = sys.stderr.isatty()
         self._tenths_shown = -1
+        self._phase = ""
 
     async def __call__(self, done: float, total: float | None, message: str | None) -> None:
         fraction = min(done / total, 1.0) if total else 1.0
         if not self._redraw:
             tenths = int(fraction * 10)
-            if tenths < self._tenths_shown:
-                self._tenths_shown = -1  # the next phase starts from the beginning
+            # A phase is known by its message without the numbers ("indexed 5 of 10 notes",
+            # "embedded 2 of 2 passages"); a new one is shown from its first report.
+            phase = _NUMBERS.sub("", message or "")
+            if phase != self._phase or tenths < self._tenths_shown:
+                self._phase = phase
+                self._tenths_shown = -1
             if tenths > self._tenths_shown:
                 # Reports may repeat a tenth (or the end) many times; each shows once.
                 self._tenths_shown = tenths

@@ -188,6 +188,8 @@ async def test_the_progress_bar_in_a_log_shows_each_tenth_of_each_phase_once(
         (10, 10, "indexed 10 of 10 notes"),
         (0, 4, "embedding 4 texts"),
         (4, 4, "embedded 4 of 4 texts"),
+        (3, 3, "stored 3 of 3 vectors"),  # a phase whose first report is its end
+        (3, 3, "stored 3 of 3 vectors"),
     ]:
         await bar(done, total, message)
     assert capsys.readouterr().err.splitlines() == [
@@ -196,4 +198,5 @@ async def test_the_progress_bar_in_a_log_shows_each_tenth_of_each_phase_once(
         "indexed 10 of 10 notes",
         "embedding 4 texts",
         "embedded 4 of 4 texts",
+        "stored 3 of 3 vectors",
     ]

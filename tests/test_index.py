@@ -160,6 +160,50 @@ async def test_a_new_process_answers_from_the_index_without_reading_notes(tmp_pa
     again.close()
 
 
+def downgrade_to_version_1(file: Path) -> None:
+    """Take an index file back to schema 1: no FTS5 tables, no passage lengths."""
+    with sqlite3.connect(file) as db:
+        for trigger in (
+            "passages_indexed",
+            "passages_unindexed",
+            "notes_indexed",
+            "notes_unindexed",
+        ):
+            db.execute(f"DROP TRIGGER {trigger}")
+        for table in ("passage_terms_instances", "passage_terms_columns", "passage_terms"):
+            db.execute(f"DROP TABLE {table}")
+        for table in ("note_labels_instances", "note_labels"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("ALTER TABLE passages DROP COLUMN length")
+        db.execute("PRAGMA user_version = 1")
+
+
+@pytest.mark.anyio
+async def test_a_version_1_index_upgrades_in_place_and_keeps_its_vectors(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    first, _ = retriever_on(vault, tmp_path)
+    await first.build_index()
+    file = Path(first.corpus.store.path)
+    built = first.corpus.store.stats()
+    first.close()
+    downgrade_to_version_1(file)
+
+    again, folder = retriever_on(vault, tmp_path)
+    store = again.corpus.store
+    assert store.path == str(file)  # upgraded, not set aside and rebuilt
+    stats = store.stats()
+    assert (stats.notes, stats.passages) == (built.notes, built.passages)
+    assert stats.embedded_passages == built.embedded_passages > 0
+    assert store.count_unembedded(built.model or "") == 0
+    assert store.keyword_totals()[0] == built.passages
+    assert "Garden.md" in first_group(await answer(again, "tomatoes south wall"))
+    assert first_group(await answer(again, PARAPHRASE)).startswith("## Ferry.md")
+    assert folder.reads == []
+    again.close()
+    with sqlite3.connect(file) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
 @pytest.mark.anyio
 async def test_only_changed_notes_are_reread_and_only_new_texts_embedded(tmp_path: Path) -> None:
     vault = small_vault(tmp_path / "vault")

@@ -2,7 +2,9 @@
 custom-route shapes, exact matching, link resolution and the corpus cache."""
 
 import json
+import math
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +16,18 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import IndexStore
-from obsidian_mcp.retrieval.corpus import PASSAGE_CHARS, Corpus, passage_spans
+from obsidian_mcp.index.store import IndexStore, Note, PassageRow
+from obsidian_mcp.index.vectors import RANKED_FIRST, PassageVectors
+from obsidian_mcp.retrieval.corpus import (
+    HEADING_WEIGHT,
+    NAME_WEIGHT,
+    PASSAGE_CHARS,
+    Corpus,
+    passage_spans,
+)
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
-from obsidian_mcp.retrieval.keyword import Bm25Index, fold, terms
+from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import PassageHit, pack, shorten
 from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
@@ -26,6 +35,7 @@ from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
+from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 
 # -- terms and BM25 ----------------------------------------------------------------------
 
@@ -39,47 +49,78 @@ def test_terms_drop_stopwords_and_stem_plurals() -> None:
     assert terms("What are the fears of the lamplighters?") == ["fear", "lamplighter"]
 
 
-def index_of(docs: dict[int, str]) -> Bm25Index:
-    index = Bm25Index()
-    for doc, text in docs.items():
-        index.add(doc, terms(text))
-    return index
+def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
+    """Store each text as a note of one passage; the passage ids, by note."""
+    stored = store.put_notes(
+        [
+            Note(
+                name,
+                0,
+                len(text),
+                text,
+                (),
+                None,
+                (PassageRow(("",), 0, len(text), tuple(terms(text)), (), (text,)),),
+            )
+            for name, text in docs.items()
+        ]
+    )
+    return {name: stored[name][0].id for name in docs}
 
 
 def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
-    index = index_of(
+    store = IndexStore(":memory:")
+    ids = index_of(
+        store,
         {
-            1: "the goat is named Tax Assessor",
-            2: "the ship carries a goat and a cargo of oil",
-            3: "the ship sails at dawn",
-        }
+            "1": "the goat is named Tax Assessor",
+            "2": "the ship carries a goat and a cargo of oil",
+            "3": "the ship sails at dawn",
+        },
     )
-    scores = index.scores([("goat", 1.0), ("named", 1.0)])
-    assert set(scores) == {1, 2}
-    assert scores[1] > scores[2]
+    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)])
+    assert set(scores) == {ids["1"], ids["2"]}
+    assert scores[ids["1"]] > scores[ids["2"]]
 
 
-def test_bm25_remove_forgets_a_document() -> None:
-    index = index_of({1: "eels in the archive", 2: "lamps on the quay"})
-    index.remove(1, terms("eels in the archive"))
-    assert len(index) == 1
+def test_bm25_forgets_a_deleted_note() -> None:
+    store = IndexStore(":memory:")
+    index = Bm25Index(store)
+    index_of(store, {"1": "eels in the archive", "2": "lamps on the quay"})
+    store.delete_notes(["1"])
+    assert store.keyword_totals() == (1, 2)
+    assert index.document_frequency("eel") == 0
     assert index.scores([("eel", 1.0)]) == {}
-    index.add(1, terms("more eels"))
-    assert set(index.scores([("eel", 1.0)])) == {1}
+    ids = index_of(store, {"1": "more eels"})
+    assert set(index.scores([("eel", 1.0)])) == {ids["1"]}
 
 
 def test_bm25_variants_join_word_forms() -> None:
-    index = index_of({1: "Apprentices are taken at fourteen", 2: "a journeyman's wage"})
+    store = IndexStore(":memory:")
+    ids = index_of(store, {"1": "Apprentices are taken at fourteen", "2": "a journeyman's wage"})
+    index = Bm25Index(store)
     expanded = dict(index.expand(["apprenticeship"]))
     assert "apprentice" in expanded
     assert expanded["apprentice"] < expanded["apprenticeship"]
-    assert set(index.scores(index.expand(["apprenticeship"]))) == {1}
+    assert set(index.scores(index.expand(["apprenticeship"]))) == {ids["1"]}
+
+
+def test_bm25_keeps_terms_byte_for_byte() -> None:
+    """The FTS5 tokenizer only splits on spaces: underscores, digits and letters beyond
+    ASCII stay inside the term, and a term is never folded twice."""
+    store = IndexStore(":memory:")
+    ids = index_of(store, {"1": "snake_case x86 Þórdóttir straße Москва", "2": "snake case москвы"})
+    index = Bm25Index(store)
+    for term in ("snake_case", "x86", "thordottir", "strasse", "москва"):
+        assert set(index.scores([(term, 1.0)])) == {ids["1"]}, term
+    assert index.document_frequency("snake") == 1
 
 
 def test_bm25_scores_only_touch_postings() -> None:
-    index = index_of({n: f"note number {n} about lamps" for n in range(200)})
-    index.add(999, terms("the sluice keys"))
-    assert set(index.scores([("sluice", 1.0)])) == {999}
+    store = IndexStore(":memory:")
+    index_of(store, {f"{n}": f"note number {n} about lamps" for n in range(200)})
+    ids = index_of(store, {"999": "the sluice keys"})
+    assert set(Bm25Index(store).scores([("sluice", 1.0)])) == {ids["999"]}
 
 
 # -- fusion ------------------------------------------------------------------------------
@@ -347,6 +388,67 @@ async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     assert corpus.scores(terms("eels")) == {}
 
 
+def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
+    """Keyword scores as the in-memory index gave them before FTS5 (every passage's terms
+    in a Python BM25, heading and name bonuses), computed here from the passages' text."""
+    chunks = [chunk for record in corpus.records() for chunk in record.chunks]
+    texts = {chunk.id: corpus.chunk_terms(chunk.id) for chunk in chunks}
+    count, average = len(texts), sum(map(len, texts.values())) / len(texts)
+    frequency = Counter(term for terms_of in texts.values() for term in set(terms_of))
+
+    def idf(term: str) -> float:
+        return math.log(1 + (count - frequency[term] + 0.5) / (frequency[term] + 0.5))
+
+    weighted = dict.fromkeys(query, 0.0)
+    for term in query:
+        weighted[term] += 1.0
+    for term in list(weighted):
+        stem_part = term[: max(5, len(term) - 4)]
+        for other in sorted(frequency):
+            close = other.startswith(stem_part) and abs(len(other) - len(term)) <= 4
+            if len(term) > 5 and other != term and close:
+                weighted.setdefault(other, VARIANT_WEIGHT)
+    scores: dict[int, float] = {}
+    for term, weight in weighted.items():
+        for chunk_id, terms_of in texts.items():
+            if n := terms_of.count(term):
+                norm = 1.2 * (0.25 + 0.75 * len(terms_of) / average)
+                score = weight * idf(term) * n * 2.2 / (n + norm)
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + score
+    bonus: dict[int, float] = {}
+    for term, weight in weighted.items():
+        value = weight * idf(term)
+        named = [r.chunks for r in corpus.records() if term in r.label_terms and r.chunks]
+        for note_chunks in named:
+            scores.setdefault(note_chunks[0].id, 0.0)
+        for chunk in chunks:
+            if term in terms(" ".join(chunk.section)):
+                bonus[chunk.id] = bonus.get(chunk.id, 0.0) + HEADING_WEIGHT * value
+        for chunk in (chunk for note_chunks in named for chunk in note_chunks):
+            if chunk.id in scores:
+                bonus[chunk.id] = bonus.get(chunk.id, 0.0) + NAME_WEIGHT * value
+    for chunk_id, extra in bonus.items():
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + extra
+    return scores
+
+
+@pytest.mark.anyio
+async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path) -> None:
+    vault = copy_fixture_vault(tmp_path / "vault")
+    corpus = Corpus(Vault(None, FolderSource(vault)), IndexStore(":memory:"), refresh_seconds=0)
+    await corpus.sync(read_all=True)
+    rows = (REPO_ROOT / "bench" / "questions.jsonl").read_text("utf-8").splitlines()
+    questions = [json.loads(row)["question"] for row in rows[::6]]
+    questions += ["apprenticeship lamplighters", "Élodie's maps", "tidecraft basics"]
+    for question in questions:
+        query = terms(question)
+        got, want = corpus.scores(query), reference_scores(corpus, query)
+        assert set(got) == set(want), question
+        assert got == pytest.approx(want, rel=1e-9), question
+        top = sorted(want, key=lambda c: (-want[c], c))[:5]
+        assert sorted(got, key=lambda c: (-got[c], c))[:5] == top, question
+
+
 @pytest.mark.anyio
 async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     for n in range(30):
@@ -365,3 +467,29 @@ async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     seen.clear()
     await corpus.sync(read_all=True, progress=progress)
     assert seen == []  # warm: nothing to read, nothing to report
+
+
+# -- stored vectors, ranked ----------------------------------------------------------------
+
+
+def test_passage_vectors_rank_every_text_in_order_past_the_partial_sort() -> None:
+    """An ordering test of the matrix and its partial sort, not of retrieval: the vectors
+    are arbitrary unit rows, stored and read back the way the index does it."""
+    rng = np.random.default_rng(7)
+    count = RANKED_FIRST * 2 + 11
+    matrix = rng.standard_normal((count, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    hashes = [f"h{n}" for n in range(count)]
+    store = IndexStore(":memory:")
+    store.put_vectors("m", hashes[:100], matrix[:100])
+    vectors = PassageVectors("m", 8)
+    assert vectors.refresh(store) == 100
+    store.put_vectors("m", hashes[100:], matrix[100:])  # a second batch grows the matrix
+    assert vectors.refresh(store) == count - 100
+    assert vectors.refresh(store) == 0
+    query = matrix[3]
+    ranked = list(vectors.ranked(query))
+    expected = matrix @ query
+    assert [digest for digest, _ in ranked[:1]] == ["h3"]
+    assert sorted(digest for digest, _ in ranked) == sorted(hashes)
+    assert [score for _, score in ranked] == sorted(expected.tolist(), reverse=True)

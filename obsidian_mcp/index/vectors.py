@@ -28,6 +28,11 @@ BUILD_BATCH = 4
 # 350 ms at 160,000 texts (the generated 10,000-note vault), three times the time the model
 # takes for one batch, so one look-up serves many batches.
 PENDING_PER_LOOKUP = 256
+# Texts ranked by a partial sort before the rest is sorted at all (the order is the same
+# either way). A query reads texts until it has search's _DENSE_DEPTH (20) passages in
+# its folder, so only a narrow folder reads past this. At 159,646 scores: 1.5 ms against
+# 12.3 ms for a full argsort, the same at 512 or 2,048 (numpy, loaded machine).
+RANKED_FIRST = 512
 
 
 class PassageVectors:
@@ -54,22 +59,38 @@ class PassageVectors:
         if matrix is None:
             return 0
         fresh = [(i, digest) for i, digest in enumerate(hashes) if digest not in self._rows]
-        needed = len(self._hashes) + len(fresh)
-        if needed > self._matrix.shape[0]:
-            grown = np.zeros((max(needed, 2 * self._matrix.shape[0]), matrix.shape[1]), np.float32)
-            grown[: len(self._hashes)] = self._matrix[: len(self._hashes)]
-            self._matrix = grown
-        for i, digest in fresh:
+        if not self._hashes and len(fresh) == len(hashes):
+            # The first load: the store's matrix is taken as it is, not copied.
+            self._matrix = matrix
+        else:
+            needed = len(self._hashes) + len(fresh)
+            if needed > self._matrix.shape[0]:
+                capacity = max(needed, 2 * self._matrix.shape[0])
+                grown = np.zeros((capacity, matrix.shape[1]), np.float32)
+                grown[: len(self._hashes)] = self._matrix[: len(self._hashes)]
+                self._matrix = grown
+            rows = [i for i, _ in fresh]
+            self._matrix[len(self._hashes) : needed] = matrix[rows]
+        for _, digest in fresh:
             self._rows[digest] = len(self._hashes)
-            self._matrix[len(self._hashes)] = matrix[i]
             self._hashes.append(digest)
         return len(fresh)
 
     def ranked(self, query: Matrix) -> Iterator[tuple[str, float]]:
         """Every stored text by cosine similarity to the query vector (unit length), nearest
-        first."""
+        first. The nearest RANKED_FIRST are picked without sorting the rest, which is
+        sorted only if the caller reads on."""
         scores = self._matrix[: len(self._hashes)] @ query
-        for row in np.argsort(-scores):
+        if len(scores) > RANKED_FIRST:
+            nearest = np.argpartition(-scores, RANKED_FIRST)[:RANKED_FIRST]
+            nearest = nearest[np.argsort(-scores[nearest])]
+            for row in nearest:
+                yield self._hashes[row], float(scores[row])
+            scores[nearest] = -np.inf
+            rest = np.argsort(-scores)[: len(scores) - RANKED_FIRST]
+        else:
+            rest = np.argsort(-scores)
+        for row in rest:
             yield self._hashes[row], float(scores[row])
 
     def similarity(self, query: Matrix, digests: Iterable[str]) -> dict[str, float]:

@@ -6,6 +6,10 @@ Staleness is settled by modification time: a `sync` fetches every note's stat in
 request (a JsonLogic search through REST, a directory walk on disk), at most every
 `refresh_seconds`, drops notes whose mtime or size changed or that disappeared, and reads
 only what is new. A warm query therefore costs at most one stat request and no note reads.
+
+In memory are the notes (stat, text, names) and their passages' places and embedded-text
+hashes; the passages' terms stay in the index file, where keywords are scored (FTS5, see
+`obsidian_mcp.index.store`), so a new process loads rows and builds no keyword index.
 """
 
 import logging
@@ -188,8 +192,8 @@ def cut_note(
 
 
 class Corpus:
-    """The vault's notes and a BM25 index over their passages, kept in the persistent index
-    and refreshed by modification time.
+    """The vault's notes and BM25 over their passages, kept in the persistent index and
+    refreshed by modification time.
 
     A new process loads what the index holds (no note is read or parsed), then lists the
     vault's stats and reads only the notes that changed. The listing is repeated at most
@@ -203,12 +207,10 @@ class Corpus:
         self._refresh_seconds = refresh_seconds
         self._notes: dict[str, NoteRecord] = {}
         self._chunks: dict[int, Chunk] = {}
-        self._chunk_terms: dict[int, list[str]] = {}
-        self._heading_terms: dict[int, frozenset[str]] = {}
-        self._heading_postings: dict[str, set[int]] = {}
-        self._label_postings: dict[str, set[str]] = {}
-        self._by_text: dict[str, set[int]] = {}
-        self._index = Bm25Index()
+        # Passages by the hash of a text embedded for them; tuples, not sets: nearly every
+        # text has one passage, and 160,000 one-element sets took 35 MB more.
+        self._by_text: dict[str, tuple[int, ...]] = {}
+        self._index = Bm25Index(store)
         self._stats: dict[str, FileStat] = {}
         self._listed_at: float | None = None
         self._listed_writes = -1
@@ -237,11 +239,13 @@ class Corpus:
         return self._chunks[chunk_id]
 
     def chunk_terms(self, chunk_id: int) -> list[str]:
-        return self._chunk_terms[chunk_id]
+        """The passage's index terms (as `cut_note` stores them), from its text."""
+        chunk = self._chunks[chunk_id]
+        return terms(plain_text(self._notes[chunk.path].text(chunk.start, chunk.end)))
 
     def chunks_of_text(self, digest: str) -> set[int]:
         """The passages one of whose embedded texts has this hash (a text may recur)."""
-        return self._by_text.get(digest, set())
+        return set(self._by_text.get(digest, ()))
 
     def record(self, path: str) -> NoteRecord | None:
         """The note as of the last sync (None if it was not read or does not exist)."""
@@ -249,22 +253,12 @@ class Corpus:
 
     def _forget(self, path: str) -> None:
         record = self._notes.pop(path)
-        for term in record.label_terms:
-            paths = self._label_postings[term]
-            paths.discard(path)
-            if not paths:
-                del self._label_postings[term]
         for chunk in record.chunks:
-            self._index.remove(chunk.id, self._chunk_terms.pop(chunk.id))
-            for term in self._heading_terms.pop(chunk.id):
-                chunk_ids = self._heading_postings[term]
-                chunk_ids.discard(chunk.id)
-                if not chunk_ids:
-                    del self._heading_postings[term]
             for digest in chunk.text_hashes:
-                same_text = self._by_text[digest]
-                same_text.discard(chunk.id)
-                if not same_text:
+                same_text = tuple(c for c in self._by_text[digest] if c != chunk.id)
+                if same_text:
+                    self._by_text[digest] = same_text
+                else:
                     del self._by_text[digest]
             del self._chunks[chunk.id]
         self.generation += 1
@@ -274,22 +268,13 @@ class Corpus:
         if path in self._notes:
             self._forget(path)
         label = frozenset(stored.label_terms)
-        for term in label:
-            self._label_postings.setdefault(term, set()).add(path)
         chunks: list[Chunk] = []
         for passage in stored.passages:
             chunk = Chunk(
                 passage.id, path, passage.section, passage.start, passage.end, passage.text_hashes
             )
-            chunk_terms = list(passage.terms)
-            self._index.add(chunk.id, chunk_terms)
-            self._chunk_terms[chunk.id] = chunk_terms
-            heading_terms = frozenset(passage.heading_terms)
-            self._heading_terms[chunk.id] = heading_terms
-            for term in heading_terms:
-                self._heading_postings.setdefault(term, set()).add(chunk.id)
             for digest in chunk.text_hashes:
-                self._by_text.setdefault(digest, set()).add(chunk.id)
+                self._by_text[digest] = (*self._by_text.get(digest, ()), chunk.id)
             self._chunks[chunk.id] = chunk
             chunks.append(chunk)
         self._notes[path] = NoteRecord(
@@ -306,21 +291,22 @@ class Corpus:
         section or note matched by name alone still offers its first passage.
         """
         weighted = self._index.expand(query_terms)
-        scores = self._index.scores(weighted)
-        bonus: dict[int, float] = {}
+        # The index file may hold passages this process has not taken in (another process
+        # stored a newer note); they wait for the next sync.
+        found, headings = self._index.matches(weighted)
+        scores = {c: score for c, score in found.items() if c in self._chunks}
+        bonus = {c: HEADING_WEIGHT * value for c, value in headings.items() if c in self._chunks}
         for term, weight in weighted:
             value = weight * self._index.idf(term)
-            first_chunks = (
-                chunks[0].id
-                for path in self._label_postings.get(term, ())
-                if (chunks := self._notes[path].chunks)
-            )
-            for chunk_id in first_chunks:
-                scores.setdefault(chunk_id, 0.0)
-            for chunk_id in self._heading_postings.get(term, ()):
-                bonus[chunk_id] = bonus.get(chunk_id, 0.0) + HEADING_WEIGHT * value
-            for path in self._label_postings.get(term, ()):
-                for chunk in self._notes[path].chunks:
+            named = [
+                record.chunks
+                for path in self._store.labelled(term)
+                if (record := self._notes.get(path)) is not None and record.chunks
+            ]
+            for chunks in named:
+                scores.setdefault(chunks[0].id, 0.0)
+            for chunks in named:
+                for chunk in chunks:
                     if chunk.id in scores:
                         bonus[chunk.id] = bonus.get(chunk.id, 0.0) + NAME_WEIGHT * value
         for chunk_id, extra in bonus.items():

@@ -1,16 +1,16 @@
 # pyright: strict
-"""Terms and a BM25 index over passages, updated one note at a time.
+"""Terms, and BM25 over passages whose terms are indexed in SQLite (FTS5).
 
 The index is inverted (term -> passage -> count), so a query costs the postings of its own
-terms, never a scan of the vault.
+terms, never a scan of the vault; a new process builds nothing at start-up.
 """
 
 import math
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Protocol
 
 # Variants share at least this many leading letters and differ by at most the slack.
 _PREFIX = 5
@@ -78,48 +78,26 @@ def terms(text: str) -> list[str]:
     return [stem(word) for word in words(text) if word not in STOPWORDS]
 
 
-class Bm25Index:
-    """Okapi BM25 over integer document ids, with incremental add and remove."""
+class TermIndex(Protocol):
+    """Where the passages' index terms are kept (`IndexStore`, in SQLite FTS5)."""
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+    def keyword_totals(self) -> tuple[int, int]: ...
+
+    def term_postings(self, term: str) -> list[tuple[int, bool, int, int]]: ...
+
+    def document_frequency(self, term: str) -> int: ...
+
+    def terms_between(self, low: str, high: str) -> list[str]: ...
+
+
+class Bm25Index:
+    """Okapi BM25 over passages by id, their terms looked up in a `TermIndex` per query
+    term: nothing per passage is held in memory."""
+
+    def __init__(self, source: TermIndex, k1: float = 1.2, b: float = 0.75) -> None:
+        self._source = source
         self._k1 = k1
         self._b = b
-        self._postings: dict[str, dict[int, int]] = {}
-        # Terms by their first letters, to find a term's variants without a vocabulary scan.
-        self._by_prefix: dict[str, set[str]] = {}
-        self._lengths: dict[int, int] = {}
-        self._total_length = 0
-
-    def __len__(self) -> int:
-        return len(self._lengths)
-
-    def __contains__(self, doc: int) -> bool:
-        return doc in self._lengths
-
-    def add(self, doc: int, doc_terms: Iterable[str]) -> None:
-        if doc in self._lengths:
-            raise ValueError(f"document {doc} is already indexed")
-        counts = Counter(doc_terms)
-        for term, count in counts.items():
-            posting = self._postings.get(term)
-            if posting is None:
-                posting = self._postings[term] = {}
-                self._by_prefix.setdefault(term[:_PREFIX], set()).add(term)
-            posting[doc] = count
-        length = sum(counts.values())
-        self._lengths[doc] = length
-        self._total_length += length
-
-    def remove(self, doc: int, doc_terms: Iterable[str]) -> None:
-        """Forget `doc`; `doc_terms` must be the terms it was added with."""
-        for term in set(doc_terms):
-            posting = self._postings.get(term)
-            if posting is not None:
-                posting.pop(doc, None)
-                if not posting:
-                    del self._postings[term]
-                    self._by_prefix[term[:_PREFIX]].discard(term)
-        self._total_length -= self._lengths.pop(doc, 0)
 
     def variants(self, term: str) -> list[str]:
         """Indexed terms that share all but the last few letters of `term` (at least
@@ -128,12 +106,12 @@ class Bm25Index:
         if len(term) < _PREFIX + 1:
             return []
         stem_part = term[: max(_PREFIX, len(term) - _VARIANT_SLACK)]
+        # Every string that starts with stem_part sorts from it up to this one.
+        after = stem_part[:-1] + chr(ord(stem_part[-1]) + 1)
         return [
             other
-            for other in self._by_prefix.get(term[:_PREFIX], ())
-            if other != term
-            and other.startswith(stem_part)
-            and abs(len(other) - len(term)) <= _VARIANT_SLACK
+            for other in self._source.terms_between(stem_part, after)
+            if other != term and abs(len(other) - len(term)) <= _VARIANT_SLACK
         ]
 
     def expand(self, query_terms: Sequence[str]) -> list[tuple[str, float]]:
@@ -147,27 +125,39 @@ class Bm25Index:
         return list(weighted.items())
 
     def document_frequency(self, term: str) -> int:
-        return len(self._postings.get(term, ()))
+        return self._source.document_frequency(term)
 
     def idf(self, term: str) -> float:
-        count = len(self._lengths)
+        count, _ = self._source.keyword_totals()
         frequency = self.document_frequency(term)
         return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
 
-    def scores(self, weighted_terms: Sequence[tuple[str, float]]) -> dict[int, float]:
-        """BM25 score of every document holding at least one of the weighted terms."""
-        if not self._lengths:
-            return {}
-        average = self._total_length / len(self._lengths) or 1.0
+    def matches(
+        self, weighted_terms: Sequence[tuple[str, float]]
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """BM25 score of every passage whose text holds at least one of the weighted terms,
+        and for every passage whose headings hold some, the sum of their weight x idf."""
+        count, total = self._source.keyword_totals()
+        if not count:
+            return {}, {}
+        average = total / count or 1.0
         k1, b = self._k1, self._b
-        lengths = self._lengths
         totals: dict[int, float] = {}
+        headings: dict[int, float] = {}
         for term, term_weight in weighted_terms:
-            posting = self._postings.get(term)
-            if not posting:
-                continue
-            weight = self.idf(term) * term_weight
-            for doc, count in posting.items():
-                norm = k1 * (1 - b + b * lengths[doc] / average)
-                totals[doc] = totals.get(doc, 0.0) + weight * count * (k1 + 1) / (count + norm)
-        return totals
+            postings = self._source.term_postings(term)
+            in_text = sum(1 for _, heading, _, _ in postings if not heading)
+            weight = term_weight * math.log(1 + (count - in_text + 0.5) / (in_text + 0.5))
+            for doc, heading, occurrences, length in postings:
+                if heading:
+                    headings[doc] = headings.get(doc, 0.0) + weight
+                    continue
+                norm = k1 * (1 - b + b * length / average)
+                totals[doc] = totals.get(doc, 0.0) + weight * occurrences * (k1 + 1) / (
+                    occurrences + norm
+                )
+        return totals, headings
+
+    def scores(self, weighted_terms: Sequence[tuple[str, float]]) -> dict[int, float]:
+        """BM25 score of every passage holding at least one of the weighted terms."""
+        return self.matches(weighted_terms)[0]
