@@ -1,9 +1,9 @@
-"""Ablation: what each optional retrieval stage is worth, measured by switching it off.
+"""Ablation: what each retrieval stage is worth, measured by switching it off.
 
     python -m bench.ablation                    # dev split, every stage off in turn
     python -m bench.ablation --split heldout    # the held-out third, reported apart
 
-For every configuration (the server's default, all stages on, then each stage of
+For every configuration (all stages on, the server's default, then each stage of
 ``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
 subprocess driven by a real MCP client, in two modes: on the stand-in Local REST API
 with ``/search/smart`` ("smart"), and on the vault folder without ``.smart-env``
@@ -43,9 +43,8 @@ from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
 STAGES: tuple[StageName, ...] = get_args(StageName)
-# (name, stages off); None: the server's default (Settings.stages_off).
-CONFIGS: tuple[tuple[str, frozenset[StageName] | None], ...] = (
-    ("default", None),
+# (name, stages off): every stage (the server's default), then each one off alone.
+CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
     ("all stages", frozenset()),
     *((f"no {stage}", frozenset({stage})) for stage in STAGES),
 )
@@ -84,12 +83,11 @@ def summarise(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[st
 
 async def run_config(
     env: dict[str, str],
-    off: frozenset[StageName] | None,
+    off: frozenset[StageName],
     label: str,
     questions: Sequence[Question],
 ) -> list[Trace]:
-    if off is not None:
-        env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
+    env = env | {"OBSIDIAN_STAGES_OFF": json.dumps(sorted(off))}
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         traces, _ = await run_traced(label, recorder, semantic_step(recorder), questions)
@@ -162,11 +160,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write the table as a section of REPORT.md in this folder (e.g. bench)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     found = anyio.run(run, args)
     found["seconds"] = time.perf_counter() - started
-    print("\n" + ablation_table(found))
+    table = ablation_table(found)
+    print("\n" + table)
+    if args.report is not None:
+        from bench.report import write_section  # the report imports this module
+
+        section = (
+            f"## Ablation: each stage of vault_semantic_query switched off ({args.split} split)"
+            f"\n\n`python -m bench.ablation --split {args.split}` "
+            f"({time.strftime('%Y-%m-%d')}, {found['seconds'] / 60:.0f} min). Each question gets "
+            "`vault_semantic_query` with defaults, and on a miss the read its response "
+            "suggests; the slices are those a stage aims at.\n\n" + table
+        )
+        print(f"report: {write_section(args.report, f'ablation-{args.split}', section)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"ablation-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")

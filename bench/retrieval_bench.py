@@ -50,6 +50,7 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from bench.candidate_recall import candidate_recall, category_table, recall_table
 from bench.harness import (
     FIXTURE_VAULT,
     OUT_DIR,
@@ -265,10 +266,15 @@ async def run_strategy(name: str, runner: Runner, questions: Sequence[Question])
 
 
 async def quality(
-    questions: Sequence[Question], work: Path, *, embeddings: bool = True
+    questions: Sequence[Question],
+    work: Path,
+    *,
+    embeddings: bool = True,
+    recall: dict[str, dict[str, dict[str, list[bool]]]] | None = None,
 ) -> dict[str, list[Outcome]]:
     """Every strategy on the questions; `embeddings=False` runs them without the local
-    model (no index to build: the harness's own tests)."""
+    model (no index to build: the harness's own tests). With `recall`, each ranking's
+    candidate recall is measured too, on the stand-in ("smart") and the folder."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     picker = KeywordPicker(with_env)
@@ -279,6 +285,8 @@ async def quality(
     ) as standin:
         rest_env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
         build_indexes([rest_env])
+        if recall is not None:
+            recall["smart"] = await candidate_recall(rest_env, questions)
         async with stdio_session(rest_env) as rest:
             results["semantic"] = await run_strategy("semantic", semantic_runner(rest), questions)
             results["drill-down"] = await run_strategy(
@@ -288,7 +296,10 @@ async def quality(
             results["simple+note"] = await run_strategy(
                 "simple+note", simple_search_runner(http, picker), questions
             )
-    for name, env in folder_strategies(with_env, without_env, config_dir, embeddings).items():
+    folder_envs = folder_strategies(with_env, without_env, config_dir, embeddings)
+    if recall is not None:
+        recall["folder"] = await candidate_recall(folder_envs["folder+meaning"], questions)
+    for name, env in folder_envs.items():
         async with stdio_session(env) as folder:
             results[name] = await run_strategy(name, semantic_runner(folder), questions)
     return results
@@ -432,8 +443,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
         questions = load_questions(args.questions, 5 if args.quick else None)
         print(f"quality: {len(questions)} questions", flush=True)
-        results = await quality(questions, Path(tmp))
+        recall: dict[str, dict[str, dict[str, list[bool]]]] = {}
+        results = await quality(questions, Path(tmp), recall=recall)
         data["report"], data["quality"] = quality_report(results, questions)
+        data["candidate_recall"] = recall
+        data["report"] += (
+            "\n\nCandidate recall: share of questions whose gold is in a ranking's first k "
+            "passages (`bench/candidate_recall.py`; the ceiling of what the later stages "
+            "can show):\n\n" + recall_table(recall) + "\n\nTop-20 recall per category:\n\n"
+            + category_table(recall, questions)
+        )
     print("\n" + data["report"])
     return data
 
@@ -446,12 +465,26 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="five questions only")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write the report as a section of REPORT.md in this folder (e.g. bench)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     data = anyio.run(run, args)
+    if args.report is not None:
+        from bench.report import write_section  # the report imports this module
+
+        section = (
+            "## Retrieval quality per strategy, slice and ranking\n\n"
+            f"`python -m bench.retrieval_bench` ({data['started']}).\n\n" + data["report"]
+        )
+        print(f"report: {write_section(args.report, 'retrieval', section)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"retrieval-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
 # table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
-StageName = Literal["expansion", "note-cap", "menu", "cutting"]
+StageName = Literal["keyword", "dense", "semantic", "seats", "cutting"]
 
 
 def default_config_dir() -> Path:
@@ -156,12 +156,10 @@ class Settings(BaseSettings):
         "URL layout: <url>/<name>/resolve/main/<file>); a mirror works too.",
     )
     stages_off: frozenset[StageName] = Field(
-        # On the dev questions with today's ranking (`python -m bench.ablation`, bench/
-        # REPORT.md) expansion, the per-note cap and the menu each cost first-response hits
-        # or tokens; re-measure them once dense passage ranking is in.
-        default=frozenset({"expansion", "note-cap", "menu"}),
-        description='Retrieval stages to switch off, as JSON (e.g. ["menu"]; [] runs them '
-        "all): for measuring what each stage is worth.",
+        default=frozenset(),
+        description='Retrieval stages to switch off, as JSON (e.g. ["seats"]; [] runs them '
+        "all, the default): for measuring what each stage is worth (`python -m "
+        "bench.ablation`).",
     )
 
     mcp_http_token: SecretStr | None = Field(

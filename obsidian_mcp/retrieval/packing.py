@@ -1,7 +1,6 @@
 # pyright: strict
 """Results as passages grouped by file, and greedy packing into a token budget."""
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -117,37 +116,6 @@ def pack(
     return Packing(tuple(chosen), tuple(over), spent)
 
 
-def diversify(ranked: Sequence[PassageHit], per_note: int) -> list[PassageHit]:
-    """Best first, except that a note's passages after its first `per_note` wait until every
-    other note's have been offered. One long note that matches everywhere would otherwise
-    fill the reply, and a question about two things loses its second half."""
-    first: list[PassageHit] = []
-    later: list[PassageHit] = []
-    seen: Counter[str] = Counter()
-    for hit in ranked:
-        seen[hit.path] += 1
-        (first if seen[hit.path] <= per_note else later).append(hit)
-    return first + later
-
-
-def next_best(
-    candidates: Sequence[PassageHit], chosen: Sequence[PassageHit], entries: int
-) -> tuple[PassageHit, ...]:
-    """The best `entries` candidates not shown, one per section, leaving out the sections
-    the reply already shows: what the agent may read next."""
-    shown = {(hit.path, hit.start) for hit in chosen}
-    seen = {(hit.path, hit.section) for hit in chosen}
-    menu: list[PassageHit] = []
-    for hit in candidates:
-        if len(menu) >= entries:
-            break
-        if (hit.path, hit.start) in shown or (hit.path, hit.section) in seen:
-            continue
-        seen.add((hit.path, hit.section))
-        menu.append(hit)
-    return tuple(menu)
-
-
 def group_by_file(
     hits: Sequence[PassageHit],
     contexts: dict[str, FileContext],
@@ -188,8 +156,6 @@ class SearchResult:
     total_passages: int
     total_files: int
     over_budget: tuple[PassageHit, ...]
-    # The best passages not shown, one per section, offered as calls to make next.
-    next_best: tuple[PassageHit, ...] = ()
 
     @property
     def shown(self) -> int:

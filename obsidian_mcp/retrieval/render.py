@@ -118,35 +118,8 @@ def where(hit: PassageHit) -> str:
     return hit.path + (f" > {' > '.join(hit.section)}" if hit.section else "")
 
 
-# Words of a next-best passage shown in the menu: enough to tell what it is about.
-_MENU_WORDS = 6
-
-
-def menu_line(hit: PassageHit) -> str:
-    """One next-best passage: where it is, its first words, and the call that reads it."""
-    words = hit.text.split()
-    lead = " ".join(words[:_MENU_WORDS]) + (ELLIPSIS if len(words) > _MENU_WORDS else "")
-    return f"- {where(hit)} · {quote(lead)} · {read_call(hit.path, hit.section)}"
-
-
 def best_shown(result: SearchResult) -> PassageHit | None:
     return next((group.passages[0] for group in result.groups if group.passages), None)
-
-
-def menu(result: SearchResult) -> list[str]:
-    """What to read next, best first: the best passage's whole section (the answer is often
-    the sentence next to the one that matched; as the second call it answered more dev
-    questions than the first next-best passage: 68% vs 63% within two calls,
-    `python -m bench.ablation`), then the next-best passages not shown."""
-    best = best_shown(result)
-    if not result.next_best or best is None:
-        return []
-    return [
-        "next best:",
-        f"- {where(best)} · the whole section of the best passage · "
-        f"{read_call(best.path, best.section)}",
-        *(menu_line(hit) for hit in result.next_best),
-    ]
 
 
 def footer(result: SearchResult) -> str:
@@ -155,18 +128,15 @@ def footer(result: SearchResult) -> str:
         f"showing {result.shown} of {_units(result, result.total_passages)}, from "
         f"{len(result.groups)} of {plural(result.total_files, 'file')}"
     ]
-    listed = menu(result)
-    lines.extend(listed)
     if result.over_budget:
-        listed = {(hit.path, hit.start) for hit in result.next_best}
-        unlisted = [hit for hit in result.over_budget if (hit.path, hit.start) not in listed]
-        names = ", ".join(where(hit) for hit in unlisted) or "see next best"
-        read = f", or {read_call(unlisted[0].path, unlisted[0].section)}" if unlisted else ""
+        names = ", ".join(where(hit) for hit in result.over_budget)
+        first = result.over_budget[0]
         lines.append(
             f"left out to stay within max_tokens={result.max_tokens}: {names}; "
-            f"call again with max_tokens={result.max_tokens * 2}{read}"
+            f"call again with max_tokens={result.max_tokens * 2}, or "
+            f"{read_call(first.path, first.section)}"
         )
-    calls = [call for call in next_calls(result) if not any(call in line for line in listed)]
+    calls = next_calls(result)
     if calls:
         lines.append("next: " + " or ".join(calls))
     return "\n".join(lines)
@@ -282,14 +252,6 @@ def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any
         "total_passages": result.total_passages,
         "total_files": result.total_files,
         "groups": groups,
-        "next_best": [
-            {
-                "path": hit.path,
-                "section": list(hit.section),
-                "call": read_call(hit.path, hit.section),
-            }
-            for hit in result.next_best
-        ],
         "left_out_for_budget": left_out,
         "next": next_calls(result),
     }

@@ -175,10 +175,7 @@ class SemanticSources:
         limit: int,
         seeds: Sequence[Seed],
         local: LocalQuery | None = None,
-        stored_vectors: bool = True,
     ) -> SemanticAnswer:
-        """The first source that answers. `stored_vectors=False` leaves Smart Connections'
-        stored vectors out (the caller has better ones of its own)."""
         notes: list[str] = []
         rest = self._rest
         if rest is not None and self._usable("smart-search"):
@@ -198,7 +195,7 @@ class SemanticSources:
                 return SemanticAnswer("custom-route", tuple(hits[:limit]), "; ".join(notes))
             except VaultError as exc:
                 notes.append(self._failed("custom-route", exc))
-        if self._smart_env is not None and stored_vectors:
+        if self._smart_env is not None:
             vectors = await self._smart_env.vectors()
             if (
                 vectors is not None

@@ -114,8 +114,9 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         passages that answer it (verbatim, cut at sentence boundaries), grouped by note,
         each with its heading, Obsidian link and score, within a token budget.
 
-        Ranking fuses meaning (Smart Connections, when available) with keywords; the
-        first line says which source ranked it ('lexical-fallback' means keywords only).
+        Ranking fuses meaning (the server's local passage index; Smart Connections while
+        that index is being built) with keywords; the first line says which sources
+        ranked it ('lexical-fallback' means keywords only).
         Start here. If the answer is cut or missing, follow the footer: a larger limit,
         or vault_read_note(path, heading) for the whole section. For exact names or
         quotes use vault_smart_search; for an overview of a topic, vault_quick_context.

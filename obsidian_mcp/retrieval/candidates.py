@@ -1,0 +1,301 @@
+# pyright: strict
+"""Stage 1 of `vault_semantic_query`, candidates: one ranking of passages per source.
+
+- keyword: BM25 over passages (`Corpus.scores`), within the folder;
+- dense: passages nearest the query in meaning, from the local passage index;
+- semantic: a semantic source's notes or blocks (`semantic.SemanticSources`), each mapped to
+  the passage that stands for it, by meaning when the passages have vectors.
+
+What comes out is plain data (`Candidates`); fusion (`fusion.fuse`) orders it.
+"""
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
+from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord
+from obsidian_mcp.retrieval.cutting import block_text_span, line_of, lines_to_span
+from obsidian_mcp.retrieval.keyword import stem, terms, words
+from obsidian_mcp.retrieval.semantic import (
+    LocalQuery,
+    Seed,
+    SemanticAnswer,
+    SemanticHit,
+    SemanticSources,
+)
+from obsidian_mcp.retrieval.stages import Stages
+from obsidian_mcp.text.markdown import find_section
+
+# How deep the meaning rankings go: the fusion looks no further.
+SEMANTIC_DEPTH = 20
+DENSE_DEPTH = 20
+# Keyword hits whose stored vectors form the feedback query (stored-vector source).
+_SEED_COUNT = 5
+# A semantic hit on a block (or note) with no more text than this is shown whole.
+WHOLE_BLOCK_CHARS = 700
+
+
+def query_terms(query: str) -> list[str]:
+    # A query of stopwords only ("who is she") still deserves an answer.
+    return terms(query) or [stem(word) for word in words(query)]
+
+
+def local_scores(
+    chunk_terms: Sequence[set[str]], weighted: Sequence[tuple[str, float]]
+) -> list[float]:
+    """How well each passage of one note matches the query, weighing each term by how rare
+    it is *within the note*: in a session log every passage names the main characters,
+    and the one passage with the query's unusual word is the one that answers."""
+    count = len(chunk_terms)
+    weights: dict[str, float] = {}
+    for term, weight in weighted:
+        frequency = sum(1 for terms_of in chunk_terms if term in terms_of)
+        if frequency:
+            weights[term] = weight * math.log(1 + count / frequency)
+    return [sum(weights.get(term, 0.0) for term in terms_of) for terms_of in chunk_terms]
+
+
+# How a long block's passages are scored when a semantic hit must stand for one of them.
+PassagePicker = Callable[[NoteRecord, list[Chunk]], dict[int, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class DenseRanking:
+    """The local index's answer to one query: passages nearest in meaning, best first, the
+    query's vector (and the model that made it), and how far the index has got (empty when
+    complete)."""
+
+    ranking: list[int]
+    query: Matrix
+    embedder: Embedder
+    progress: str
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningProgress:
+    embedded_notes: int
+    notes: int
+    embedded_passages: int
+    passages: int
+
+    @property
+    def complete(self) -> bool:
+        return self.embedded_passages == self.passages
+
+    def line(self) -> str:
+        return f"meaning index: {self.embedded_notes:,} of {self.notes:,} notes"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Each source's ranking of passages (ids, best first, within the folder), and what the
+    later stages need from the sources: the semantic source's answer, the local index's
+    query vector and progress, the spans of passages that stand for a whole short block."""
+
+    keyword: list[int]  # every passage holding a query term
+    dense: DenseRanking | None
+    semantic: list[int]
+    answer: SemanticAnswer
+    whole_blocks: dict[int, tuple[int, int]]
+
+    @property
+    def dense_ranking(self) -> list[int]:
+        return self.dense.ranking if self.dense is not None else []
+
+    @property
+    def total(self) -> int:
+        """Passages that any source found."""
+        return len({*self.keyword, *self.semantic, *self.dense_ranking})
+
+
+class CandidateSources:
+    """The sources of candidates over one vault: the corpus (keywords), the local passage
+    index (meaning) and the semantic sources."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        semantic: SemanticSources,
+        embedder: EmbedderSlot | None,
+        builder: EmbeddingBuilder | None,
+    ) -> None:
+        self.corpus = corpus
+        self.semantic = semantic
+        # None: meaning from the local index is switched off (keywords and other sources).
+        self.embedder = embedder
+        self.builder = builder
+        self.vectors: PassageVectors | None = None
+        # The last progress count, by (corpus generation, vectors held): counting walks
+        # every passage of the vault, and between changes every query would repeat it.
+        self._progress: tuple[tuple[int, int], MeaningProgress] | None = None
+
+    async def passage_vectors(self) -> PassageVectors | None:
+        """The stored passage vectors, brought up to date with the index file (this process's
+        build and any other's); None when the local index is off."""
+        if self.embedder is None:
+            return None
+        embedder = await anyio.to_thread.run_sync(self.embedder.get)
+        if self.vectors is None:
+            self.vectors = PassageVectors(embedder.model_id, embedder.dims)
+        await anyio.to_thread.run_sync(self.vectors.refresh, self.corpus.store)
+        return self.vectors
+
+    def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
+        # Vectors are only ever added, and the corpus bumps its generation on every change.
+        key = (self.corpus.generation, len(vectors))
+        if self._progress is not None and self._progress[0] == key:
+            return self._progress[1]
+        notes = embedded_notes = passages = embedded_passages = 0
+        for record in self.corpus.records():
+            done = sum(1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes))
+            notes += 1
+            embedded_notes += done == len(record.chunks)
+            passages += len(record.chunks)
+            embedded_passages += done
+        progress = MeaningProgress(embedded_notes, notes, embedded_passages, passages)
+        self._progress = (key, progress)
+        return progress
+
+    async def dense_ranking(self, query: str, prefix: str) -> DenseRanking | None:
+        """Passages nearest the query in meaning, within the folder; starts the background
+        build when passages lack vectors, and says how far it has got."""
+        vectors = await self.passage_vectors()
+        if vectors is None or self.embedder is None or self.builder is None:
+            return None
+        progress = self.meaning_progress(vectors)
+        if not progress.complete:
+            self.builder.start()
+        embedder = self.embedder.get()  # loaded by passage_vectors
+        query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
+        ranking: list[int] = []
+        for digest, _ in vectors.ranked(query_vector):
+            ranking.extend(
+                chunk_id
+                for chunk_id in sorted(self.corpus.chunks_of_text(digest))
+                if self.corpus.chunk(chunk_id).path.startswith(prefix)
+            )
+            if len(ranking) >= DENSE_DEPTH:
+                break
+        return DenseRanking(
+            ranking[:DENSE_DEPTH],
+            query_vector,
+            embedder,
+            "" if progress.complete else progress.line(),
+        )
+
+    def _best_chunk(
+        self,
+        record: NoteRecord,
+        hit: SemanticHit,
+        pick: PassagePicker,
+        taken: set[int],
+    ) -> tuple[Chunk, tuple[int, int] | None] | None:
+        """The passage a semantic hit stands for, among those no better-ranked hit has
+        claimed, and the span to show when that is the whole block.
+
+        Semantic sources rank whole notes or blocks. A short block is shown whole: the
+        source judged all of it relevant. In a long block the passage nearest the query in
+        meaning stands for it (by its words while the local index lacks its vectors)."""
+        content = record.parsed.content
+        start, end = record.parsed.body_start, len(content)
+        if hit.lines is not None:
+            start, end = lines_to_span(content, hit.lines)
+        elif hit.headings:
+            section = find_section(record.parsed, " > ".join(hit.headings))
+            if section is not None:
+                start, end = section.start, section.subtree_end
+        inside = [c for c in record.chunks if c.start < end and c.end > start and c.id not in taken]
+        if not inside:
+            return None
+        block = block_text_span(content, start, end)
+        if block is not None and block[1] - block[0] <= WHOLE_BLOCK_CHARS:
+            return inside[0], block
+        scores = pick(record, inside)
+        return max(inside, key=lambda c: (scores[c.id], -c.start)), None
+
+    def _picker(self, query: list[str], dense: DenseRanking | None) -> PassagePicker:
+        """How a long block's passage is chosen: by meaning when every passage in question
+        has a vector, else by the query's words, weighed by their rarity in the note."""
+        weighted = self.corpus.index.expand(query)
+        vectors = self.vectors
+
+        def pick(record: NoteRecord, inside: list[Chunk]) -> dict[int, float]:
+            if dense is not None and vectors is not None:
+                wanted = {d for c in inside for d in c.text_hashes}
+                near = vectors.similarity(dense.query, wanted)
+                if len(near) == len(wanted):
+                    return {c.id: max(near[d] for d in c.text_hashes) for c in inside}
+            scores = local_scores(
+                [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
+            )
+            return dict(zip((c.id for c in record.chunks), scores, strict=True))
+
+        return pick
+
+    def _semantic_ranking(
+        self, answer: SemanticAnswer, pick: PassagePicker, prefix: str
+    ) -> tuple[list[int], dict[int, tuple[int, int]]]:
+        """Passages in the semantic order, and the spans of those shown as whole blocks."""
+        ranking: list[int] = []
+        whole_blocks: dict[int, tuple[int, int]] = {}
+        taken: set[int] = set()
+        for hit in answer.hits:
+            record = self.corpus.record(hit.path)
+            if record is None or not hit.path.startswith(prefix):
+                continue
+            best = self._best_chunk(record, hit, pick, taken)
+            if best is None:
+                continue
+            chunk, block = best
+            ranking.append(chunk.id)
+            if block is not None:
+                whole_blocks[chunk.id] = block
+                taken.update(c.id for c in record.chunks if c.start < block[1] and c.end > block[0])
+            taken.add(chunk.id)
+        return ranking, whole_blocks
+
+    def _seeds(self, ranking: Sequence[int], keyword: dict[int, float]) -> list[Seed]:
+        seeds: list[Seed] = []
+        top = keyword[ranking[0]] if ranking else 1.0
+        for chunk_id in ranking[:_SEED_COUNT]:
+            chunk = self.corpus.chunk(chunk_id)
+            record = self.corpus.record(chunk.path)
+            if record is not None:
+                line = line_of(record.parsed.content, chunk.start)
+                seeds.append(Seed(chunk.path, line, keyword[chunk_id] / top))
+        return seeds
+
+    async def gather(self, query: str, prefix: str, stages: Stages) -> Candidates:
+        """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
+        a source whose stage is off gives none (the ablation)."""
+        wanted = query_terms(query)
+        keyword = {
+            chunk_id: score
+            for chunk_id, score in (self.corpus.scores(wanted) if stages.keyword else {}).items()
+            if self.corpus.chunk(chunk_id).path.startswith(prefix)
+        }
+        keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
+        dense = await self.dense_ranking(query, prefix) if stages.dense else None
+        if not stages.semantic or (dense is not None and not dense.progress):
+            # The local index has every passage: the semantic sources are not asked. With
+            # them (Smart Connections' blocks, same model, coarser) the dev questions scored
+            # 69% in the first response through /search/smart and 70-73% through stored
+            # vectors; without them 73% and 74% (python -m bench.ablation, "no semantic";
+            # python -m bench.retrieval_bench).
+            answer = SemanticAnswer("lexical-fallback", ())
+        else:
+            answer = await self.semantic.search(
+                query,
+                folder=prefix.rstrip("/"),
+                limit=SEMANTIC_DEPTH,
+                seeds=self._seeds(keyword_ranking, keyword),
+                local=None if dense is None else LocalQuery(dense.embedder, dense.query),
+            )
+        semantic_ranking, whole_blocks = self._semantic_ranking(
+            answer, self._picker(wanted, dense), prefix
+        )
+        return Candidates(keyword_ranking, dense, semantic_ranking, answer, whole_blocks)
