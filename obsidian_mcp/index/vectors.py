@@ -45,6 +45,7 @@ class PassageVectors:
         self._hashes: list[str] = []
         # Capacity doubles as rows arrive, so loading a build batch by batch stays linear.
         self._matrix: Matrix = np.zeros((0, dims), dtype=np.float32)
+        self._refreshing = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._hashes)
@@ -54,6 +55,12 @@ class PassageVectors:
 
     def refresh(self, store: IndexStore) -> int:
         """Take in the vectors stored since the last refresh; how many arrived."""
+        # Queries refresh from worker threads: two at once would read the same new rows
+        # and take them in twice (1 of 500 calls failed so under python -m bench.http_load).
+        with self._refreshing:
+            return self._take_in(store)
+
+    def _take_in(self, store: IndexStore) -> int:
         seq, hashes, matrix = store.vectors_since(self.model, self._seq)
         self._seq = seq
         if matrix is None:
@@ -80,7 +87,11 @@ class PassageVectors:
         """Every stored text by cosine similarity to the query vector (unit length), nearest
         first. The nearest RANKED_FIRST are picked without sorting the rest, which is
         sorted only if the caller reads on."""
-        scores = self._matrix[: len(self._hashes)] @ query
+        # Read without the refresh lock: the count first, then the matrix. A refresh fills
+        # rows before it counts them and a grown matrix holds all counted rows, so every
+        # row below the count is filled in whichever matrix is read.
+        count = len(self._hashes)
+        scores = self._matrix[:count] @ query
         if len(scores) > RANKED_FIRST:
             nearest = np.argpartition(-scores, RANKED_FIRST)[:RANKED_FIRST]
             nearest = nearest[np.argsort(-scores[nearest])]
