@@ -22,10 +22,18 @@ from tests.standin.process import StandinProcess
 def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Caches (passage indexes, memory indexes) go to a cache folder of this test session,
     never the user's; child processes inherit it. Queries list the vault's stats every
-    time unless a test says otherwise, so a test that edits a note sees the edit at once."""
+    time unless a test says otherwise, so a test that edits a note sees the edit at once;
+    a first query waits for the whole vault to be read (a loaded machine reads the bundled
+    vault over REST in more than the default 2 s), unless a test says otherwise."""
     cache = tmp_path_factory.mktemp("cache")
     saved = {name: os.environ.get(name) for name in _TEST_ENV}
-    os.environ.update({"XDG_CACHE_HOME": str(cache), "OBSIDIAN_INDEX_REFRESH_SECONDS": "0"})
+    os.environ.update(
+        {
+            "XDG_CACHE_HOME": str(cache),
+            "OBSIDIAN_INDEX_REFRESH_SECONDS": "0",
+            "OBSIDIAN_INDEX_READ_WAIT_SECONDS": "600",
+        }
+    )
     yield cache
     for name, value in saved.items():
         if value is None:
@@ -34,7 +42,7 @@ def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ[name] = value
 
 
-_TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS")
+_TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS", "OBSIDIAN_INDEX_READ_WAIT_SECONDS")
 
 
 @pytest.fixture(scope="session")

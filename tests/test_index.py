@@ -323,6 +323,46 @@ async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
     assert IndexStore(retriever.corpus.store.path).stats().notes == 40
 
 
+class SlowFolder(CountingFolder):
+    """The vault folder, as slow to read as a big vault over REST."""
+
+    async def read_note(self, path: str) -> NoteData:
+        await anyio.sleep(0.2)
+        return await super().read_note(path)
+
+
+@pytest.mark.anyio
+async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_so(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(40):
+        (vault / f"Note {n}.md").write_text(f"# Note {n}\n\nThe harbour ledger number {n}.\n")
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.1
+    )
+    folder = SlowFolder(vault)
+    retriever = open_retriever(Vault(None, folder), settings, None)
+    reported: list[tuple[float, float | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        reported.append((done, total))
+
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.read_vault)
+        await anyio.sleep(0.05)
+        with anyio.fail_after(1.0):  # 40 notes, 16 at a time, 0.2 s each: 0.6 s to read
+            early = await retriever.semantic_query("harbour ledger", limit=3, progress=progress)
+        assert early.source_note.startswith("notes read: ")
+        assert "of 40, the rest is being read" in early.source_note
+        assert reported and all(total == 40 for _, total in reported)
+    late = await retriever.semantic_query("harbour ledger", limit=3)
+    assert "notes read" not in late.source_note
+    assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))  # each once
+    retriever.close()
+
+
 def test_two_processes_share_the_index_while_one_builds(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -131,7 +131,7 @@ class CandidateSources:
         self.vectors: PassageVectors | None = None
         # The last progress count, by (corpus generation, vectors held): counting walks
         # every passage of the vault, and between changes every query would repeat it.
-        self._progress: tuple[tuple[int, int], MeaningProgress] | None = None
+        self._progress: tuple[tuple[int, int, int], MeaningProgress] | None = None
 
     async def passage_vectors(self) -> PassageVectors | None:
         """The stored passage vectors, brought up to date with the index file (this process's
@@ -146,7 +146,7 @@ class CandidateSources:
 
     def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
         # Vectors are only ever added, and the corpus bumps its generation on every change.
-        key = (self.corpus.generation, len(vectors))
+        key = (self.corpus.generation, self.corpus.listed, len(vectors))
         if self._progress is not None and self._progress[0] == key:
             return self._progress[1]
         notes = embedded_notes = passages = embedded_passages = 0
@@ -156,7 +156,12 @@ class CandidateSources:
             embedded_notes += done == len(record.chunks)
             passages += len(record.chunks)
             embedded_passages += done
-        progress = MeaningProgress(embedded_notes, notes, embedded_passages, passages)
+        # Notes not read yet count too (a passage each, until they are cut): the index is not
+        # complete before they are read.
+        unread = self.corpus.unread
+        progress = MeaningProgress(
+            embedded_notes, notes + unread, embedded_passages, passages + unread
+        )
         self._progress = (key, progress)
         return progress
 

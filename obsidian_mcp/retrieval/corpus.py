@@ -13,6 +13,7 @@ hashes; the passages' terms stay in the index file, where keywords are scored (F
 """
 
 import logging
+import math
 import posixpath
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -48,6 +49,8 @@ WINDOW_CHARS = 200
 # swamp Obsidian.
 _READ_CONCURRENCY = 16
 _PROGRESS_STEPS = 20
+# How often a call waiting for another task's reading reports how far it has got.
+_WAITING_PROGRESS_SECONDS = 0.5
 # Notes written to the index in one transaction on a cold build: one commit per note would
 # cost more than the parsing; much larger batches keep notes out of queries for longer.
 _STORE_BATCH = 200
@@ -212,10 +215,18 @@ class Corpus:
         self._by_text: dict[str, tuple[int, ...]] = {}
         self._index = Bm25Index(store)
         self._stats: dict[str, FileStat] = {}
+        # Notes that could not be read (not text, unreadable, refused), at the stat they had:
+        # not tried again until it changes.
+        self._skipped: dict[str, FileStat | None] = {}
         self._listed_at: float | None = None
         self._listed_writes = -1
         self._loaded = False
+        # Held while listing or installing: short. Reading runs under its own lock, one
+        # reader at a time, so calls can list and answer while a cold build reads.
         self._lock = anyio.Lock()
+        self._reading = anyio.Lock()
+        # (notes read, notes to read) while a task reads, for the calls that wait for it.
+        self._read_so_far: tuple[int, int] | None = None
         # Bumped on every change, so derived caches (the backlink map) know to rebuild.
         self.generation = 0
 
@@ -231,6 +242,23 @@ class Corpus:
     def paths(self) -> list[str]:
         """Every note path the last sync saw."""
         return list(self._stats)
+
+    @property
+    def listed(self) -> int:
+        """How many notes the last sync saw."""
+        return len(self._stats)
+
+    @property
+    def unread(self) -> int:
+        """Notes the last sync saw that are not read yet (a cold build under way)."""
+        return len(self._missing())
+
+    def _missing(self) -> list[str]:
+        return [
+            path
+            for path, stat in self._stats.items()
+            if path not in self._notes and self._skipped.get(path, False) != stat
+        ]
 
     def records(self) -> Iterable[NoteRecord]:
         return self._notes.values()
@@ -317,7 +345,9 @@ class Corpus:
         try:
             note = await self._vault.read_note(path)
         except (NoteNotFound, NotText, NotReadable, PathRefused):
-            return None  # gone or unreadable since the stat; the next sync settles it
+            # Gone since the stat (the next sync settles it), or not a note to read.
+            self._skipped[path] = self._stats.get(path)
+            return None
         # The stat we compare against next time is the one the listing gave, so a note
         # changed between listing and reading is read again on the next sync.
         stat = self._stats.get(note.stat.path, note.stat)
@@ -327,22 +357,20 @@ class Corpus:
     async def _store_and_install(
         self, read: Sequence[tuple[NoteRow, ParsedNote, FileStat]]
     ) -> None:
-        stored = await anyio.to_thread.run_sync(self._store.put_notes, [row for row, _, _ in read])
-        for row, parsed, stat in read:
-            passages = stored[row.path]
-            self._install(
-                Note(
+        async with self._lock:
+            rows = [row for row, _, _ in read]
+            stored = await anyio.to_thread.run_sync(self._store.put_notes, rows)
+            for row, parsed, stat in read:
+                note = Note(
                     row.path,
                     row.mtime_ms,
                     row.size,
                     row.content,
                     row.label_terms,
                     row.backlinks,
-                    passages,
-                ),
-                stat,
-                parsed,
-            )
+                    stored[row.path],
+                )
+                self._install(note, stat, parsed)
 
     def _take_stored(self, stored: dict[str, StoredNote], stats: dict[str, FileStat]) -> None:
         """Install the stored notes whose stat is the vault's (another process, or an earlier
@@ -376,10 +404,18 @@ class Corpus:
         if gone:
             await anyio.to_thread.run_sync(self._store.delete_notes, gone)
 
-    async def sync(self, *, read_all: bool, progress: ProgressCallback | None = None) -> None:
+    async def sync(
+        self,
+        *,
+        read_all: bool,
+        progress: ProgressCallback | None = None,
+        wait_seconds: float = math.inf,
+    ) -> None:
         """Bring the cache up to date with the vault's stats (listed at most every
         `refresh_seconds`); with `read_all`, read every note not yet indexed (a cold build
-        reports its progress through `progress`)."""
+        reports its progress through `progress`), or wait for the task reading them, for at
+        most `wait_seconds`: past that the call goes on with what is read (`unread` says
+        how much is not) and the reading goes on in its own task, if one reads."""
         async with self._lock:
             listed = self._listed_at
             if (
@@ -388,11 +424,27 @@ class Corpus:
                 or self._vault.writes != self._listed_writes
             ):
                 await self._list()
-            if not read_all:
-                return
-            missing = [path for path in self._stats if path not in self._notes]
+        if read_all:
+            with anyio.move_on_after(wait_seconds):
+                await self._read_missing(progress)
+
+    async def _read_missing(self, progress: ProgressCallback | None) -> None:
+        waited = False
+        while self._reading.locked():  # another task reads: report how far it has got
+            await self._report_read(progress)
+            waited = True
+            await anyio.sleep(_WAITING_PROGRESS_SECONDS)
+        async with self._reading:
+            missing = self._missing()
             if missing:
                 await self._read_many(missing, progress)
+            elif waited:
+                await self._report_read(progress)
+
+    async def _report_read(self, progress: ProgressCallback | None) -> None:
+        if progress is not None:
+            done, total = self._read_so_far or (self.listed - self.unread, self.listed)
+            await progress(done, total, f"indexed {done} of {total} notes")
 
     async def _read_many(self, paths: list[str], progress: ProgressCallback | None) -> None:
         total = len(paths)
@@ -410,6 +462,7 @@ class Corpus:
             if read is not None:
                 pending.append(read)
             done += 1
+            self._read_so_far = (done, total)
             if len(pending) >= _STORE_BATCH or done == total:
                 batch = pending[:]
                 pending.clear()
@@ -417,9 +470,12 @@ class Corpus:
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 
-        async with anyio.create_task_group() as group:
-            for path in paths:
-                group.start_soon(read_one, path)
+        try:
+            async with anyio.create_task_group() as group:
+                for path in paths:
+                    group.start_soon(read_one, path)
+        finally:
+            self._read_so_far = None
         if pending:
             await self._store_and_install(pending)
         logger.info("indexed %d notes", total)
@@ -428,9 +484,8 @@ class Corpus:
         """One note, read now if the cache lacks it; None if it no longer exists."""
         record = self._notes.get(path)
         if record is None:
-            async with self._lock:
-                read = await self._read(path)
-                if read is not None:
-                    await self._store_and_install([read])
-                    record = self._notes.get(read[0].path)
+            read = await self._read(path)
+            if read is not None:
+                await self._store_and_install([read])
+                record = self._notes.get(read[0].path)
         return record
