@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from obsidian_mcp.config import Settings
 from tests.fixture_vault import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
@@ -126,3 +127,14 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     for block in (command, readme_block("Try it")):
         assert block.startswith("python3 -m venv .venv && .venv/bin/pip install ")
         assert "python3 -m pip" not in block
+
+
+def test_the_readme_names_every_setting() -> None:
+    readme = README.read_text("utf-8")
+    prefix = Settings.model_config.get("env_prefix", "")
+    missing = [
+        f"{prefix}{name.upper()}"
+        for name in Settings.model_fields
+        if f"`{prefix}{name.upper()}`" not in readme
+    ]
+    assert not missing, f"add to the README's configuration table: {missing}"
