@@ -540,3 +540,18 @@ def test_two_refreshes_at_once_take_each_vector_in_once() -> None:
     assert len(vectors) == 40
     ranked = list(vectors.ranked(matrix[25]))
     assert len(ranked) == 40 and ranked[0][0] == "h25"
+
+
+def test_keep_only_drops_rows_of_old_texts_and_keeps_rows_added_since() -> None:
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((6, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store = IndexStore(":memory:")
+    store.put_vectors("m", [f"h{n}" for n in range(6)], matrix)
+    vectors = PassageVectors("m", 8)
+    vectors.refresh(store)
+    # h5 arrived after the live texts were taken (rows_seen=5): kept though not listed.
+    assert vectors.keep_only(frozenset({"h0", "h2", "h4"}), rows_seen=5) == 2
+    assert len(vectors) == 4 and "h1" not in vectors and "h5" in vectors
+    assert next(iter(vectors.ranked(matrix[4])))[0] == "h4"
+    assert vectors.similarity(matrix[2], ["h2", "h3"]) == pytest.approx({"h2": 1.0})

@@ -30,6 +30,7 @@ import logging
 import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Generator, Iterable, Sequence
@@ -226,6 +227,11 @@ class IndexStore:
         self._writes = 0
         self._totals: tuple[tuple[int, int], tuple[int, int]] | None = None
         self._db = self._open_or_rebuild()
+        # Vectors are read on a connection of their own, so a new process loads them while
+        # it loads the notes: the two loads took 0.7 s and 0.3-0.7 s one after the other at
+        # 10,000 notes (python -m bench.index_bench --prebuilt).
+        self._vector_lock = threading.Lock()
+        self._vector_db: sqlite3.Connection | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -294,8 +300,26 @@ class IndexStore:
         return self._open()
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._vector_lock:
             self._db.close()
+            if self._vector_db is not None:
+                self._vector_db.close()
+
+    @contextmanager
+    def _vector_reader(self) -> Generator[sqlite3.Connection]:
+        """The connection vectors are read on: its own for a file (WAL lets it read while
+        the other writes), the one connection for an index in memory."""
+        if self.path == ":memory:":
+            with self._lock:
+                yield self._db
+            return
+        with self._vector_lock:
+            if self._vector_db is None:
+                self._vector_db = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False
+                )
+                self._vector_db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            yield self._vector_db
 
     @contextmanager
     def _write(self, db: sqlite3.Connection | None = None) -> Generator[sqlite3.Connection]:
@@ -350,7 +374,7 @@ class IndexStore:
                         ),
                     )
                     passage_id = int(cursor.lastrowid or 0)
-                    digests = tuple(text_hash(text) for text in passage.texts)
+                    digests = tuple(sys.intern(text_hash(text)) for text in passage.texts)
                     db.executemany(
                         "INSERT INTO passage_texts VALUES (?, ?, ?)",
                         [
@@ -399,20 +423,19 @@ class IndexStore:
                         + _TEXT_ORDER,
                         (path,),
                     ).fetchall()
+        # Text hashes are interned, so the passage vectors (`vectors_since`) hold the same
+        # string objects, and a section's heading path is one tuple for all its passages.
         hashes: dict[int, list[str]] = {}
         for passage_id, digest in text_rows:
-            hashes.setdefault(passage_id, []).append(digest)
+            hashes.setdefault(passage_id, []).append(sys.intern(digest))
+        sections: dict[str, tuple[str, ...]] = {}
         by_note: dict[str, list[StoredPassage]] = {}
         for pid, path, section, start, end in passage_rows:
+            heading_path = sections.get(section)
+            if heading_path is None:
+                heading_path = sections[section] = tuple(json.loads(section))
             by_note.setdefault(path, []).append(
-                StoredPassage(
-                    pid,
-                    path,
-                    tuple(json.loads(section)),
-                    start,
-                    end,
-                    tuple(hashes.get(pid, ())),
-                )
+                StoredPassage(pid, path, heading_path, start, end, tuple(hashes.get(pid, ())))
             )
         return {
             path: Note(
@@ -528,23 +551,33 @@ class IndexStore:
             )
             self._set_meta(db, "model", model)
 
+    def prune_vectors(self) -> int:
+        """Delete the vectors of texts no passage has any more (notes edited or deleted since
+        they were embedded); how many. Without this the table grows with every edit."""
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM passage_vectors WHERE text_hash NOT IN "
+                "(SELECT text_hash FROM passage_texts)"
+            )
+            return cursor.rowcount
+
     def vectors_since(self, model: str, seq: int) -> tuple[int, list[str], Matrix | None]:
         """Vectors of `model` stored after `seq`: the last seq, their text hashes, the rows.
         The rows are copied straight from the cursor into one matrix: at 160,000 vectors
         (245 MB) fetching them all first held three copies at once."""
-        with self._lock:
+        with self._vector_reader() as db:
             # The usual answer (nothing new) from the end of the table alone.
-            newest = self._db.execute("SELECT max(seq) FROM passage_vectors").fetchone()[0]
+            newest = db.execute("SELECT max(seq) FROM passage_vectors").fetchone()[0]
             if newest is None or newest <= seq:
                 return seq, [], None
-            count = self._db.execute(
+            count = db.execute(
                 "SELECT count(*) FROM passage_vectors WHERE model = ? AND seq > ?", (model, seq)
             ).fetchone()[0]
             if not count:
                 return seq, [], None
             # Read in seq (rowid) order: through the (model, text_hash) index SQLite sorted
             # all 245 MB in a temporary b-tree first (2.0 s against 0.8 s at 160,000).
-            cursor = self._db.execute(
+            cursor = db.execute(
                 "SELECT seq, text_hash, vector FROM passage_vectors "
                 "WHERE seq > ? AND +model = ? ORDER BY seq",
                 (seq, model),
@@ -560,7 +593,7 @@ class IndexStore:
                 if len(hashes) == count:
                     break
                 matrix[len(hashes)] = np.frombuffer(vector, dtype=np.float32)
-                hashes.append(digest)
+                hashes.append(sys.intern(digest))
                 last = row_seq
         if matrix is None:
             return seq, [], None

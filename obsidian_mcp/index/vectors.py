@@ -10,7 +10,7 @@ vault never holds up a query and a process that stops half-way loses one batch a
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 import numpy as np
 
@@ -45,7 +45,8 @@ class PassageVectors:
         self._hashes: list[str] = []
         # Capacity doubles as rows arrive, so loading a build batch by batch stays linear.
         self._matrix: Matrix = np.zeros((0, dims), dtype=np.float32)
-        self._refreshing = threading.Lock()
+        # One refresh, drop or ranking at a time (each takes what it needs and lets go).
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._hashes)
@@ -57,7 +58,7 @@ class PassageVectors:
         """Take in the vectors stored since the last refresh; how many arrived."""
         # Queries refresh from worker threads: two at once would read the same new rows
         # and take them in twice (1 of 500 calls failed so under python -m bench.http_load).
-        with self._refreshing:
+        with self._lock:
             return self._take_in(store)
 
     def _take_in(self, store: IndexStore) -> int:
@@ -83,33 +84,53 @@ class PassageVectors:
             self._hashes.append(digest)
         return len(fresh)
 
+    def keep_only(self, digests: Collection[str], rows_seen: int) -> int:
+        """Drop the rows of texts not among `digests` (no passage has them any more), of the
+        first `rows_seen` rows (those held when `digests` was taken; later ones are new);
+        how many were dropped."""
+        with self._lock:
+            kept = [
+                row
+                for row, digest in enumerate(self._hashes)
+                if row >= rows_seen or digest in digests
+            ]
+            dropped = len(self._hashes) - len(kept)
+            if dropped:
+                hashes = [self._hashes[row] for row in kept]
+                matrix = self._matrix[kept]
+                self._rows = {digest: row for row, digest in enumerate(hashes)}
+                # New objects, not changed ones: a ranking under way keeps reading the old.
+                self._hashes, self._matrix = hashes, matrix
+            return dropped
+
     def ranked(self, query: Matrix) -> Iterator[tuple[str, float]]:
         """Every stored text by cosine similarity to the query vector (unit length), nearest
         first. The nearest RANKED_FIRST are picked without sorting the rest, which is
         sorted only if the caller reads on."""
-        # Read without the refresh lock: the count first, then the matrix. A refresh fills
-        # rows before it counts them and a grown matrix holds all counted rows, so every
-        # row below the count is filled in whichever matrix is read.
-        count = len(self._hashes)
-        scores = self._matrix[:count] @ query
+        # The scores and the hashes they belong to are taken together; a refresh adds rows
+        # after them, and `keep_only` swaps in new objects, so they stay in step.
+        with self._lock:
+            hashes = self._hashes
+            scores = self._matrix[: len(hashes)] @ query
         if len(scores) > RANKED_FIRST:
             nearest = np.argpartition(-scores, RANKED_FIRST)[:RANKED_FIRST]
             nearest = nearest[np.argsort(-scores[nearest])]
             for row in nearest:
-                yield self._hashes[row], float(scores[row])
+                yield hashes[row], float(scores[row])
             scores[nearest] = -np.inf
             rest = np.argsort(-scores)[: len(scores) - RANKED_FIRST]
         else:
             rest = np.argsort(-scores)
         for row in rest:
-            yield self._hashes[row], float(scores[row])
+            yield hashes[row], float(scores[row])
 
     def similarity(self, query: Matrix, digests: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query vector to those of the given texts that have one."""
-        rows = {digest: self._rows[digest] for digest in digests if digest in self._rows}
-        if not rows:
-            return {}
-        scores = self._matrix[list(rows.values())] @ query
+        with self._lock:
+            rows = {digest: self._rows[digest] for digest in digests if digest in self._rows}
+            if not rows:
+                return {}
+            scores = self._matrix[list(rows.values())] @ query
         return dict(zip(rows, scores.tolist(), strict=True))
 
 

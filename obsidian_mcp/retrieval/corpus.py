@@ -16,15 +16,21 @@ import logging
 import math
 import posixpath
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import cached_property
 
 import anyio
 import anyio.to_thread
 
 from obsidian_mcp.errors import NoteNotFound, NotReadable, NotText, PathRefused
-from obsidian_mcp.index.store import IndexStore, Note, NoteRow, PassageRow, StoredNote
+from obsidian_mcp.index.store import (
+    IndexStore,
+    Note,
+    NoteRow,
+    PassageRow,
+    StoredNote,
+    StoredPassage,
+)
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
 from obsidian_mcp.text.markdown import ParsedNote, parse_note, plain_text
@@ -61,17 +67,11 @@ HEADING_WEIGHT = 0.5
 NAME_WEIGHT = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """A passage of a note: `content[start:end]` under the heading path `section`; its id is
-    the index's, and `text_hashes` name the texts embedded for it (see `embedding_texts`)."""
-
-    id: int
-    path: str
-    section: tuple[str, ...]
-    start: int
-    end: int
-    text_hashes: tuple[str, ...]
+# A passage of a note: `content[start:end]` under the heading path `section`; its id is
+# the index's, and `text_hashes` name the texts embedded for it (see `embedding_texts`).
+# The stored passage itself, not a copy: at 66,690 passages (the generated 10,000-note
+# vault) a second object per passage was held beside the first while a new process loaded.
+Chunk = StoredPassage
 
 
 class NoteRecord:
@@ -263,6 +263,19 @@ class Corpus:
     def records(self) -> Iterable[NoteRecord]:
         return self._notes.values()
 
+    @property
+    def note_count(self) -> int:
+        return len(self._notes)
+
+    @property
+    def passage_count(self) -> int:
+        return len(self._chunks)
+
+    @property
+    def text_hashes(self) -> Collection[str]:
+        """The hash of every text embedded for a passage."""
+        return self._by_text.keys()
+
     def chunk(self, chunk_id: int) -> Chunk:
         return self._chunks[chunk_id]
 
@@ -296,17 +309,12 @@ class Corpus:
         if path in self._notes:
             self._forget(path)
         label = frozenset(stored.label_terms)
-        chunks: list[Chunk] = []
-        for passage in stored.passages:
-            chunk = Chunk(
-                passage.id, path, passage.section, passage.start, passage.end, passage.text_hashes
-            )
+        for chunk in stored.passages:
             for digest in chunk.text_hashes:
                 self._by_text[digest] = (*self._by_text.get(digest, ()), chunk.id)
             self._chunks[chunk.id] = chunk
-            chunks.append(chunk)
         self._notes[path] = NoteRecord(
-            stat, stored.content, tuple(chunks), stored.backlinks, label, parsed
+            stat, stored.content, stored.passages, stored.backlinks, label, parsed
         )
         self.generation += 1
 
@@ -482,10 +490,13 @@ class Corpus:
 
     async def note(self, path: str) -> NoteRecord | None:
         """One note, read now if the cache lacks it; None if it no longer exists."""
-        record = self._notes.get(path)
-        if record is None:
-            read = await self._read(path)
-            if read is not None:
-                await self._store_and_install([read])
-                record = self._notes.get(read[0].path)
-        return record
+        return self._notes.get(path) or await self.reread(path)
+
+    async def reread(self, path: str) -> NoteRecord | None:
+        """The note read now, in place of what the cache holds (which another source showed
+        to be older than the note); None if it no longer exists."""
+        read = await self._read(path)
+        if read is None:
+            return None
+        await self._store_and_install([read])
+        return self._notes.get(read[0].path)

@@ -16,7 +16,7 @@ own module, each passed once and in this order (`Retriever.semantic_query`):
 
 import logging
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -132,15 +132,26 @@ class Retriever:
     async def passage_vectors(self) -> PassageVectors | None:
         return await self.candidates.passage_vectors()
 
-    async def read_vault(self) -> None:
-        """Read every note the index lacks, in the background from server start, so the
-        first question of a session finds them read (or waits at most
-        `index_read_wait_seconds`: the first build of the generated 10,000-note vault reads
-        for 24 s, of 50,000 notes for 127 s, python -m bench --big)."""
-        try:
+    async def warm_up(self) -> None:
+        """From server start, in the background: read every note the index lacks and load
+        the stored vectors, side by side, so the first question of a session finds them
+        ready (or waits at most `index_read_wait_seconds` for unread notes: the first build
+        of the generated 10,000-note vault reads for 24 s, of 50,000 notes for 127 s,
+        python -m bench --big)."""
+
+        async def read() -> None:
             await self.corpus.sync(read_all=True)
-        except Exception:  # the task's last word: calls read what is left, and say why not
-            logger.exception("reading the vault in the background failed")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._logged, read, "reading the vault")
+            group.start_soon(self._logged, self.passage_vectors, "loading passage vectors")
+
+    @staticmethod
+    async def _logged(work: Callable[[], Awaitable[object]], what: str) -> None:
+        try:
+            await work()
+        except Exception:  # the task's last word: calls do the work again, and say why not
+            logger.exception("%s in the background failed", what)
 
     async def build_index(self, progress: ProgressCallback | None = None) -> None:
         """Bring the whole index up to date now: read what changed, then embed every passage
@@ -389,6 +400,15 @@ class Retriever:
             if len(hits) >= limit * 2:
                 break  # enough to fill the reply; the rest is only counted
             record = await self.corpus.note(path)
+            if (
+                record is not None
+                and not needles.spans(record.parsed.content)
+                and any(found[path][0])
+            ):
+                # Obsidian found the terms in the note's text and the cached copy lacks them:
+                # the note changed since the last stat listing (at most
+                # index_refresh_seconds ago). Its text is read now.
+                record = await self.corpus.reread(path)
             if record is None:
                 continue
             content = record.parsed.content

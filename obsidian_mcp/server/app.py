@@ -182,7 +182,7 @@ async def app_lifespan(
         try:
             async with anyio.create_task_group() as background:
                 if services is not None:
-                    background.start_soon(services.retriever.read_vault)
+                    background.start_soon(services.retriever.warm_up)
                 if services is not None and settings.memory_meaning:
                     background.start_soon(services.memory.keep_meaning_current)
                 yield AppState(settings=settings, services=services, unavailable_reason=note)
