@@ -380,7 +380,7 @@ class SlowFolder(CountingFolder):
     """The vault folder, as slow to read as a big vault over REST."""
 
     async def read_note(self, path: str) -> NoteData:
-        await anyio.sleep(0.2)
+        await anyio.sleep(0.5)
         return await super().read_note(path)
 
 
@@ -393,7 +393,7 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     for n in range(40):
         (vault / f"Note {n}.md").write_text(f"# Note {n}\n\nThe harbour ledger number {n}.\n")
     settings = folder_settings(
-        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.1
+        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.5
     )
     folder = SlowFolder(vault)
     retriever = open_retriever(Vault(None, folder), settings, None)
@@ -405,14 +405,35 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)
-        with anyio.fail_after(1.0):  # 40 notes, 16 at a time, 0.2 s each: 0.6 s to read
+        # 40 notes, 16 at a time, 0.5 s each: 1.5 s to read. The first question waits 0.5 s.
+        with anyio.fail_after(1.2):
             early = await retriever.semantic_query("harbour ledger", limit=3, progress=progress)
         assert early.source_note.startswith("notes read: ")
         assert "of 40, the rest is being read" in early.source_note
         assert reported and all(total == 40 for _, total in reported)
+        with anyio.fail_after(0.3):  # the next question does not wait again
+            again = await retriever.semantic_query("harbour ledger", limit=3)
+        assert again.source_note.startswith("notes read: ")
     late = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in late.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))  # each once
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_notes_read_by_a_question_that_stopped_waiting_are_kept(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(40):
+        (vault / f"Note {n}.md").write_text(f"# Note {n}\n\nThe harbour ledger number {n}.\n")
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.7
+    )
+    retriever = open_retriever(Vault(None, SlowFolder(vault)), settings, None)
+    # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each).
+    await retriever.semantic_query("harbour ledger", limit=3)
+    assert retriever.corpus.unread == 40 - 16
+    assert IndexStore(retriever.corpus.store.path).stats().notes == 16
     retriever.close()
 
 

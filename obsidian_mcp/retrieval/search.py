@@ -96,6 +96,9 @@ class Retriever:
         self.settings = settings
         self.corpus = Corpus(vault, store, refresh_seconds=settings.index_refresh_seconds)
         self.stages = Stages.without(settings.stages_off)
+        # Only the first question of a session waits for unread notes while another task
+        # reads them; the next ones during the same build answer at once.
+        self._waited_for_reading = False
         self.links = LinkGraph()
         env_dir = vault.smart_env_dir
         self.candidates = CandidateSources(
@@ -221,12 +224,15 @@ class Retriever:
         _, prefix = folder_prefix(folder)
         corpus = self.corpus
         wait = self.settings.index_read_wait_seconds
+        if self._waited_for_reading and corpus.reading:
+            wait = 0.0
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
         candidates = await self.candidates.gather(query, prefix, self.stages)
         found = fuse(candidates, seats=self.stages.seats)
         unread = corpus.unread
         if not unread:
             return found
+        self._waited_for_reading = True
         reading = (
             f"notes read: {corpus.listed - unread:,} of {corpus.listed:,}, the rest is being "
             "read; ask again in a minute for answers from all of them"
