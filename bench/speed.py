@@ -353,7 +353,12 @@ def big_section(runs: Sequence[SourceRun]) -> str:
             f"Generated vaults (`bench/generate_vault.py`) of {n_small} and {n_large} notes, "
             "one fresh server each (stdio, the folder source); the first call of each tool "
             "in the process, then warm calls (see `bench/speed.py`). Re-run with "
-            "`python -m bench --big`.",
+            "`python -m bench --big`. Each server starts with no index and with the "
+            "generated Smart Connections files, as a user's first session does: it reads "
+            "the notes into its index (seconds per thousand) and embeds their passages "
+            "(hours at 50,000 notes) in the background while the calls are timed, so these "
+            "are first-session figures; `python -m bench.index_bench` measures a server "
+            "on a built index.",
             markdown_table(headers, rows),
             memory,
         ]
