@@ -282,3 +282,24 @@ async def test_the_server_recalls_by_meaning_once_its_background_catch_up_is_don
         assert isinstance(block, TextContent) and not result.is_error
         assert block.text.startswith(f"1 memory matching {PARAPHRASED[2][2]!r}")
         assert PARAPHRASED[2][0] in block.text and "words only" not in block.text
+
+
+@pytest.mark.anyio
+async def test_forgotten_memories_do_not_keep_their_vectors(
+    vault: Path, tmp_path: Path, model: Embedder
+) -> None:
+    cache = tmp_path / "memory-cache.sqlite"
+    store = store_at(vault, cache, model)
+    await store.recall(query="warm up the model")
+    assert await store._vectors.load() is not None  # pyright: ignore[reportPrivateUsage]
+    for n in range(300):
+        remembered = await store.remember(f"The harbour ledger entry {n} was settled.", ["t"])
+        await store.forget(remembered.memory.id)
+    kept = await store.remember("The lighthouse keeper owes three crates of oil.", ["t"])
+    vectors = store._vectors  # pyright: ignore[reportPrivateUsage]
+    # 301 memories embedded, 1 live: the vectors of the forgotten ones were dropped (at most
+    # 200 of them wait for the next drop), in memory and in the cache file.
+    assert len(vectors) <= 201
+    assert sqlite3.connect(cache).execute("SELECT count(*) FROM vectors").fetchone()[0] <= 201
+    found = await store.recall(query="who owes oil to the lighthouse")
+    assert [m.id for m in found.memories] == [kept.memory.id]

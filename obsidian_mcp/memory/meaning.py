@@ -8,7 +8,7 @@ content; a query is one matrix product.
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
 import anyio
 import anyio.to_thread
@@ -76,6 +76,19 @@ class MemoryVectors:
     def __contains__(self, content_hash: bytes) -> bool:
         return content_hash in self._row_of
 
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def keep_only(self, live: Set[bytes]) -> int:
+        """Drop the vectors of contents no live memory has (forgotten ones); how many."""
+        matrix = self._stacked()
+        kept = [(h, row) for h, row in self._row_of.items() if h in live]
+        dropped = len(self._row_of) - len(kept)
+        if dropped and matrix is not None:
+            self._matrix = matrix[[row for _, row in kept]]
+            self._row_of = {h: n for n, (h, _) in enumerate(kept)}
+        return dropped
+
     def add(self, hashes: Sequence[bytes], vectors: Matrix) -> None:
         fresh = [n for n, h in enumerate(hashes) if h not in self._row_of]
         for n in fresh:
@@ -117,6 +130,12 @@ def cached_vectors(
         for content_hash, blob in rows:
             found[content_hash] = np.frombuffer(blob, dtype=np.float32)
     return found
+
+
+def drop_stale_vectors(db: sqlite3.Connection) -> set[bytes]:
+    """Delete the cached vectors of contents no live memory has; the live contents."""
+    db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT meaning FROM memories)")
+    return {row[0] for row in db.execute("SELECT DISTINCT meaning FROM memories")}
 
 
 def save_vectors(

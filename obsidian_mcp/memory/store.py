@@ -23,7 +23,12 @@ from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, Query, content_hash, terms
 from obsidian_mcp.memory.logfile import Compaction, DiskLog, MemoryLog, RestLog
-from obsidian_mcp.memory.meaning import MemoryVectors, cached_vectors, save_vectors
+from obsidian_mcp.memory.meaning import (
+    MemoryVectors,
+    cached_vectors,
+    drop_stale_vectors,
+    save_vectors,
+)
 from obsidian_mcp.memory.model import (
     IdMaker,
     Memory,
@@ -51,6 +56,10 @@ _SUGGESTED_TAGS = 12
 _EMBED_BATCH = 32
 # Index slots whose cached vectors are loaded per step: about 20 ms under the store's lock.
 _SLOTS_PER_STEP = 2000
+# Vectors of forgotten memories kept before they are dropped (and at least a tenth of the
+# live ones): without a bound, every memory ever remembered kept its vector (an agent that
+# remembers and forgets 1,000 times grew by 2.4 MB of Python objects alone, tracemalloc).
+_STALE_VECTORS_MIN = 200
 
 
 def utc_now() -> datetime:
@@ -401,7 +410,12 @@ class MemoryStore:
         def keep() -> None:
             with reader.writing():
                 save_vectors(reader.index.db, model, hashes, vectors)
-            self._vectors.add(hashes, vectors)
+                self._vectors.add(hashes, vectors)
+                # Forgotten memories leave their vectors behind, in the cache and in the
+                # matrix; once they are a tenth of those held, they go.
+                held, live = len(self._vectors), reader.index.live_count
+                if held > live + max(_STALE_VECTORS_MIN, live // 10):
+                    self._vectors.keep_only(drop_stale_vectors(reader.index.db))
 
         await anyio.to_thread.run_sync(keep)
 
