@@ -160,8 +160,9 @@ class CandidateSources:
         corpus = self.corpus
         unread = corpus.unread
         if not unread and all(digest in vectors for digest in corpus.text_hashes):
-            # Complete: one look-up per text (22 ms at 159,646 texts) instead of the walk
-            # through every note's passages below (160 ms), which a new process would pay.
+            # Complete: one look-up per text instead of the walk through every note's
+            # passages below, which a new process pays once (at 159,646 texts: 14 ms
+            # against 38 ms, the generated 10,000-note index, two runs).
             notes, passages = corpus.note_count, corpus.passage_count
             progress = MeaningProgress(notes, notes, passages, passages)
             self._progress = (key, progress)
