@@ -228,8 +228,9 @@ class IndexStore:
         self._totals: tuple[tuple[int, int], tuple[int, int]] | None = None
         self._db = self._open_or_rebuild()
         # Vectors are read on a connection of their own, so a new process loads them while
-        # it loads the notes: the two loads took 0.7 s and 0.3-0.7 s one after the other at
-        # 10,000 notes (python -m bench.index_bench --prebuilt).
+        # it loads the notes: at 10,000 notes the two took 0.68 s and 0.3-0.7 s one after
+        # the other, and a new server's first answer came after 2.93 s (folder) and 2.95 s
+        # (stand-in) instead of 2.54 s and 2.23 s side by side (bench.index_bench --prebuilt).
         self._vector_lock = threading.Lock()
         self._vector_db: sqlite3.Connection | None = None
 
