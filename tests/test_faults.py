@@ -60,6 +60,10 @@ async def test_transient_faults_are_retried_transparently(
 ) -> None:
     settings = rest_settings(faulty, tmp_path)
     async with Client(build_server(settings)) as client:
+        # The server reads the vault in the background from its start, and a first question
+        # waits for that (the tests' OBSIDIAN_INDEX_READ_WAIT_SECONDS): the stand-in counts
+        # every request, so "every second one fails" must count this test's alone.
+        await client.call_tool("vault_semantic_query", {"query": "Mira"})
         faulty.set_faults(fail_every=2)
         results = [await client.call_tool("vault_read_note", {"path": NOTE}) for _ in range(4)]
         faulty.set_faults(fail_every=None, drop_every=3)
