@@ -350,22 +350,24 @@ async def test_vectors_of_texts_edited_away_are_dropped_from_the_file_and_memory
 # -- the background build ------------------------------------------------------------------
 
 
+def ledger_vault(root: Path, paragraphs: int = 1) -> Path:
+    """40 notes about the harbour ledger, of `paragraphs` paragraphs each."""
+    root.mkdir(parents=True)
+    for n in range(40):
+        body = "\n\n".join(
+            f"Paragraph {p} of note {n} talks about lanterns, tides and the harbour "
+            f"ledger number {n * 10 + p}, in several plain sentences."
+            for p in range(paragraphs)
+        )
+        (root / f"Note {n}.md").write_text(f"# Note {n}\n\n{body}\n")
+    return root
+
+
 @pytest.mark.anyio
 async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
     tmp_path: Path,
 ) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    for n in range(40):
-        (vault / f"Note {n}.md").write_text(
-            f"# Note {n}\n\n"
-            + "\n\n".join(
-                f"Paragraph {p} of note {n} talks about lanterns, tides and the harbour "
-                f"ledger number {n * 10 + p}, in several plain sentences."
-                for p in range(4)
-            )
-        )
-    retriever, _ = retriever_on(vault, tmp_path)
+    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path)
     text = await answer(retriever, "harbour ledger number 123")
     assert "Note 12.md" in text
     progress = first_line(text)
@@ -384,19 +386,22 @@ class SlowFolder(CountingFolder):
         return await super().read_note(path)
 
 
+def slow_retriever(tmp_path: Path, read_wait: float) -> tuple[Retriever, SlowFolder]:
+    """A retriever without the model over `ledger_vault`, read 16 notes at a time, 0.5 s
+    each (1.5 s for all 40); a question waits `read_wait` seconds for unread notes."""
+    vault = ledger_vault(tmp_path / "vault")
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=read_wait
+    )
+    folder = SlowFolder(vault)
+    return open_retriever(Vault(None, folder), settings, None), folder
+
+
 @pytest.mark.anyio
 async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_so(
     tmp_path: Path,
 ) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    for n in range(40):
-        (vault / f"Note {n}.md").write_text(f"# Note {n}\n\nThe harbour ledger number {n}.\n")
-    settings = folder_settings(
-        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.5
-    )
-    folder = SlowFolder(vault)
-    retriever = open_retriever(Vault(None, folder), settings, None)
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.5)
     reported: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -405,7 +410,7 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)
-        # 40 notes, 16 at a time, 0.5 s each: 1.5 s to read. The first question waits 0.5 s.
+        # 1.5 s to read them all; the first question waits 0.5 s.
         with anyio.fail_after(1.2):
             early = await retriever.semantic_query("harbour ledger", limit=3, progress=progress)
         assert early.source_note.startswith("notes read: ")
@@ -422,14 +427,7 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
 
 @pytest.mark.anyio
 async def test_notes_read_by_a_question_that_stopped_waiting_are_kept(tmp_path: Path) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    for n in range(40):
-        (vault / f"Note {n}.md").write_text(f"# Note {n}\n\nThe harbour ledger number {n}.\n")
-    settings = folder_settings(
-        vault, tmp_path, index_dir=tmp_path / "index", index_read_wait_seconds=0.7
-    )
-    retriever = open_retriever(Vault(None, SlowFolder(vault)), settings, None)
+    retriever, _ = slow_retriever(tmp_path, read_wait=0.7)
     # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each).
     await retriever.semantic_query("harbour ledger", limit=3)
     assert retriever.corpus.unread == 40 - 16
