@@ -322,6 +322,25 @@ async def _query(client: Client, query: str) -> str:
 
 
 @pytest.mark.anyio
+async def test_a_note_that_is_not_text_is_read_again_only_once_it_changes(
+    tmp_path: Path,
+) -> None:
+    vault = small_vault(tmp_path / "vault")
+    blob = vault / "Blob.md"
+    blob.write_bytes(b"\x00\x01\x02 not text \xff" * 40)
+    retriever, folder = retriever_on(vault, tmp_path, index_embeddings=False)
+    for _ in range(3):
+        await answer(retriever, "ferry river")
+    assert folder.reads.count("Blob.md") == 1
+    assert retriever.corpus.unread == 0  # skipped, not "being read"
+    blob.write_text("# Blob\n\nNow a note about the ferry.\n")
+    bump_mtime(blob)
+    assert "Blob.md" in await answer(retriever, "ferry river")
+    assert folder.reads.count("Blob.md") == 2
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_vectors_of_texts_edited_away_are_dropped_from_the_file_and_memory(
     tmp_path: Path,
 ) -> None:

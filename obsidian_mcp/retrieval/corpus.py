@@ -406,6 +406,7 @@ class Corpus:
         stats = await self._vault.note_stats()
         self._listed_at = time.monotonic()
         self._stats = stats
+        self._skipped = {path: stat for path, stat in self._skipped.items() if path in stats}
         if not self._loaded:
             stored = await anyio.to_thread.run_sync(self._store.load_notes)
             self._loaded = True

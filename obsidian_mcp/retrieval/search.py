@@ -406,19 +406,16 @@ class Retriever:
             if len(hits) >= limit * 2:
                 break  # enough to fill the reply; the rest is only counted
             record = await self.corpus.note(path)
-            if (
-                record is not None
-                and not needles.spans(record.parsed.content)
-                and any(found[path][0])
-            ):
+            spans = needles.spans(record.parsed.content) if record is not None else []
+            if record is not None and not spans and any(found[path][0]):
                 # Obsidian found the terms in the note's text and the cached copy lacks them:
                 # the note changed since the last stat listing (at most
                 # index_refresh_seconds ago). Its text is read now.
                 record = await self.corpus.reread(path)
+                spans = needles.spans(record.parsed.content) if record is not None else []
             if record is None:
                 continue
             content = record.parsed.content
-            spans = needles.spans(content)
             matches[path] = len(spans)
             score = round(file_score(*found[path]) / best, 2)
             hits.extend(
