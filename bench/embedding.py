@@ -17,9 +17,9 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 from bench.harness import REPO_ROOT
+from bench.speed import resident_mib
 from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
 from obsidian_mcp.index.vectors import BUILD_BATCH
 from obsidian_mcp.retrieval.corpus import passage_spans
@@ -47,17 +47,12 @@ def realistic_passages(count: int) -> list[str]:
     return [found[i % len(found)] for i in range(count)]
 
 
-def resident_mb() -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
-
-
 def measure(threads: int, passages: list[str]) -> tuple[float, float, float, float]:
     """(passages per second, passages per CPU-second, median query milliseconds, MB the
     process grew by: the model and what its runs keep) at `threads` ONNX threads. The CPU
     figure is what the run would reach with its cores to itself: on a shared machine the
     wall-clock rate also measures the neighbours."""
-    resident_before = resident_mb()
+    resident_before = resident_mib(os.getpid())[0]
     embedder = OnnxEmbedder(default_model_files(), threads=threads)
     embedder.embed(passages[:CALL_SIZE])  # warm-up: first-call allocations
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -70,7 +65,8 @@ def measure(threads: int, passages: list[str]) -> tuple[float, float, float, flo
         started = time.perf_counter()
         embedder.embed([QUERY])
         query_ms.append((time.perf_counter() - started) * 1000)
-    return rate, cpu_rate, statistics.median(query_ms), resident_mb() - resident_before
+    grown = resident_mib(os.getpid())[0] - resident_before
+    return rate, cpu_rate, statistics.median(query_ms), grown
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,12 @@ _SERVE_HTTP = (sys.executable, "-m", "obsidian_mcp", "serve", "--http")
 _READY = re.compile(r"MCP over HTTP at (http://\S+)")
 
 # The mixed workload: what an agent does in a session, cheapest tools included.
+# Calls meant to fail, among the mixed ones: their error messages must not show the token
+# either.
+FAILING_CALLS: tuple[tuple[str, dict[str, object]], ...] = (
+    ("vault_read_note", {"path": "Nowhere/Missing.md"}),
+    ("vault_recall", {"until": "not a time"}),
+)
 MIXED_CALLS: tuple[tuple[str, dict[str, object]], ...] = (
     ("vault_semantic_query", {"query": "What did Mira promise at the lighthouse?"}),
     ("vault_smart_search", {"query": "lighthouse"}),
@@ -46,9 +52,7 @@ MIXED_CALLS: tuple[tuple[str, dict[str, object]], ...] = (
     ("vault_find_related", {"path": "Characters/Rook.md"}),
     ("vault_read_note", {"path": "Home.md", "max_chars": 400}),
     ("vault_quick_context", {"topic": "Kettle"}),
-    # Calls that fail: their error messages must not show the token either.
-    ("vault_read_note", {"path": "Nowhere/Missing.md"}),
-    ("vault_recall", {"until": "not a time"}),
+    *FAILING_CALLS,
 )
 
 
@@ -137,7 +141,6 @@ class LoadResult:
 
 
 Call = tuple[str, dict[str, object]]
-FAILING_CALLS: tuple[Call, ...] = MIXED_CALLS[-2:]
 
 
 async def run_clients(

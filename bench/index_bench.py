@@ -66,6 +66,7 @@ from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.rest import JSONLOGIC
 from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
@@ -272,7 +273,7 @@ async def serve_both(
             listing = await http.post(
                 "/search/",
                 content=json.dumps({"var": "stat"}),
-                headers={"Content-Type": "application/vnd.olrapi.jsonlogic+json"},
+                headers={"Content-Type": JSONLOGIC},
             )
             listing.raise_for_status()
         print(f"  the stand-in's own first listing: {time.perf_counter() - started:.2f} s")
