@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
@@ -161,8 +162,15 @@ async def test_a_new_process_answers_from_the_index_without_reading_notes(tmp_pa
 
 
 def downgrade_to_version_1(file: Path) -> None:
-    """Take an index file back to schema 1: no FTS5 tables, no passage lengths."""
+    """Take an index file back to schema 1: no FTS5 tables, no passage lengths, vectors
+    stored as float32."""
     with sqlite3.connect(file) as db:
+        for seq, blob, scale in db.execute("SELECT seq, vector, scale FROM passage_vectors"):
+            floats = np.frombuffer(blob, dtype=np.int8).astype(np.float32) * np.float32(scale)
+            db.execute(
+                "UPDATE passage_vectors SET vector = ? WHERE seq = ?", (floats.tobytes(), seq)
+            )
+        db.execute("ALTER TABLE passage_vectors DROP COLUMN scale")
         for trigger in (
             "passages_indexed",
             "passages_unindexed",
@@ -202,6 +210,11 @@ async def test_a_version_1_index_upgrades_in_place_and_keeps_its_vectors(tmp_pat
     again.close()
     with sqlite3.connect(file) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # Every vector coded: its dimensions in bytes, with a scale.
+        coded = db.execute(
+            "SELECT count(*) FROM passage_vectors WHERE scale IS NOT NULL AND length(vector) = 384"
+        ).fetchone()[0]
+        assert coded == db.execute("SELECT count(*) FROM passage_vectors").fetchone()[0] > 0
 
 
 @pytest.mark.anyio

@@ -5,6 +5,7 @@ import contextlib
 import json
 import math
 import os
+import sqlite3
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +21,8 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import IndexStore, Note, PassageRow
-from obsidian_mcp.index.vectors import RANKED_FIRST, PassageVectors
+from obsidian_mcp.index.store import Codes, IndexStore, Note, PassageRow
+from obsidian_mcp.index.vectors import LOAD_BATCH, RANKED_FIRST, PassageVectors
 from obsidian_mcp.retrieval.corpus import (
     HEADING_WEIGHT,
     NAME_WEIGHT,
@@ -493,10 +494,32 @@ def test_passage_vectors_rank_every_text_in_order_past_the_partial_sort() -> Non
     assert vectors.refresh(store) == 0
     query = matrix[3]
     ranked = list(vectors.ranked(query))
-    expected = matrix @ query
+    expected = dict(zip(hashes, (matrix @ query).tolist(), strict=True))
     assert [digest for digest, _ in ranked[:1]] == ["h3"]
     assert sorted(digest for digest, _ in ranked) == sorted(hashes)
-    assert [score for _, score in ranked] == sorted(expected.tolist(), reverse=True)
+    scores = [score for _, score in ranked]
+    assert scores == sorted(scores, reverse=True)
+    # Held as int8 codes: each score within a few steps of the exact one.
+    assert all(abs(score - expected[digest]) < 0.01 for digest, score in ranked)
+
+
+def test_passage_vectors_load_batch_after_batch_and_score_within_the_code_step() -> None:
+    """Model-sized rows (384-d) over several load batches: every row is taken in once,
+    and the int8 codes score each within 0.005 of its float32 cosine similarity."""
+    rng = np.random.default_rng(11)
+    count = 2 * LOAD_BATCH + 5
+    matrix = rng.standard_normal((count, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    hashes = [f"h{n}" for n in range(count)]
+    store = IndexStore(":memory:")
+    store.put_vectors("m", hashes, matrix)
+    vectors = PassageVectors("m", 384)
+    assert vectors.refresh(store) == count
+    query = matrix[count - 1]
+    exact = matrix @ query
+    near = vectors.similarity(query, hashes)
+    assert max(abs(near[h] - e) for h, e in zip(hashes, exact.tolist(), strict=True)) < 0.005
+    assert next(iter(vectors.ranked(query)))[0] == hashes[-1]
 
 
 class RacingStore(IndexStore):
@@ -510,11 +533,13 @@ class RacingStore(IndexStore):
         self._inside = 0
         self._counting = threading.Lock()
 
-    def vectors_since(self, model: str, seq: int) -> tuple[int, list[str], Matrix | None]:
+    def vectors_since(
+        self, model: str, seq: int, limit: int
+    ) -> tuple[int, list[str], Codes | None, Matrix]:
         with self._counting:
             self._inside += 1
             self.most_at_once = max(self.most_at_once, self._inside)
-        found = super().vectors_since(model, seq)
+        found = super().vectors_since(model, seq, limit)
         with contextlib.suppress(threading.BrokenBarrierError):
             self.barrier.wait()
         with self._counting:
@@ -554,4 +579,25 @@ def test_keep_only_drops_rows_of_old_texts_and_keeps_rows_added_since() -> None:
     assert vectors.keep_only(frozenset({"h0", "h2", "h4"}), rows_seen=5) == 2
     assert len(vectors) == 4 and "h1" not in vectors and "h5" in vectors
     assert next(iter(vectors.ranked(matrix[4])))[0] == "h4"
-    assert vectors.similarity(matrix[2], ["h2", "h3"]) == pytest.approx({"h2": 1.0})
+    assert vectors.similarity(matrix[2], ["h2", "h3"]) == pytest.approx({"h2": 1.0}, abs=0.01)
+
+
+def test_float32_rows_an_older_version_stores_are_read_beside_coded_ones(tmp_path: Path) -> None:
+    """A process of an older version, still running after another upgraded the file,
+    stores float32 vectors with no scale: a refresh takes them in as codes all the same."""
+    rng = np.random.default_rng(13)
+    matrix = rng.standard_normal((3, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    store.put_vectors("m", ["h0", "h1"], matrix[:2])
+    with sqlite3.connect(file) as db:
+        db.execute(
+            "INSERT INTO passage_vectors (model, text_hash, vector) VALUES ('m', 'h2', ?)",
+            (matrix[2].tobytes(),),
+        )
+    vectors = PassageVectors("m", 8)
+    assert vectors.refresh(store) == 3
+    assert next(iter(vectors.ranked(matrix[2])))[0] == "h2"
+    assert vectors.similarity(matrix[2], ["h2"]) == pytest.approx({"h2": 1.0}, abs=0.01)
+    store.close()

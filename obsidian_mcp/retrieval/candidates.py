@@ -158,8 +158,15 @@ class CandidateSources:
         if self._progress is not None and self._progress[0] == key:
             return self._progress[1]
         notes = embedded_notes = passages = embedded_passages = 0
+        # The texts without a vector, in one set operation: checking each of 159,646 texts
+        # was 70 ms of a new process's first answer at 10,000 notes.
+        lacking = vectors.lacking(self.corpus.text_hashes)
         for record in self.corpus.records():
-            done = sum(1 for chunk in record.chunks if all(d in vectors for d in chunk.text_hashes))
+            done = (
+                sum(1 for chunk in record.chunks if lacking.isdisjoint(chunk.text_hashes))
+                if lacking
+                else len(record.chunks)
+            )
             notes += 1
             embedded_notes += done == len(record.chunks)
             passages += len(record.chunks)

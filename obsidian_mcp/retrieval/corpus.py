@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 
 from obsidian_mcp.errors import NoteNotFound, NotReadable, NotText, PathRefused
+from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.store import (
     IndexStore,
     Note,
@@ -408,9 +409,10 @@ class Corpus:
         self._stats = stats
         self._skipped = {path: stat for path, stat in self._skipped.items() if path in stats}
         if not self._loaded:
-            stored = await anyio.to_thread.run_sync(self._store.load_notes)
-            self._loaded = True
-            self._take_stored(stored, stats)
+            with collector_paused():
+                stored = await anyio.to_thread.run_sync(self._store.load_notes)
+                self._loaded = True
+                self._take_stored(stored, stats)
             gone = [path for path in stored if path not in stats]
         else:
             stale = [p for p, r in self._notes.items() if stats.get(p) != r.stat]
