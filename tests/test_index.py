@@ -2,6 +2,7 @@
 meaning in the ranking. Real SQLite files, the real embedding model (loaded once per test
 session by `load_embedder`), real vault folders and the stand-in Local REST API."""
 
+import gc
 import logging
 import os
 import sqlite3
@@ -16,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore
 from obsidian_mcp.retrieval.search import Retriever
@@ -549,3 +551,22 @@ def test_an_index_that_cannot_be_written_lives_in_memory_for_the_session(
     finally:
         store.close()
     assert blocker.read_text() == "a file where the cache folder should be"
+
+
+def test_the_cycle_collector_is_off_during_loads_and_on_after_the_last() -> None:
+    """Loads overlap in several threads: the collector stays off until the last one ends,
+    and is left as it was found."""
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a program that keeps the collector off finds it off after a load
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
