@@ -432,6 +432,24 @@ def slow_retriever(tmp_path: Path, read_wait: float) -> tuple[Retriever, SlowFol
 
 
 @pytest.mark.anyio
+async def test_a_question_waiting_for_the_read_goes_on_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question that waits for the server's own reading goes on when the reading ends,
+    not at its next progress report (here a minute away): it once slept out 0.5 s, a
+    third of a new process's first answer at 10,000 notes."""
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._WAITING_PROGRESS_SECONDS", 60.0)
+    retriever, _ = slow_retriever(tmp_path, read_wait=600)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        with anyio.fail_after(30):  # the read takes 1.5 s
+            found = await retriever.semantic_query("harbour ledger", limit=3)
+    assert "notes read" not in found.source_note
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_so(
     tmp_path: Path,
 ) -> None:

@@ -455,7 +455,12 @@ class Corpus:
         while self._reading.locked():  # another task reads: report how far it has got
             await self._report_read(progress)
             waited = True
-            await anyio.sleep(_WAITING_PROGRESS_SECONDS)
+            # Until that task lets go, or the next report is due. Sleeping out the interval
+            # instead kept a new process's first answer waiting up to 0.5 s after the
+            # notes were loaded (0.3 s of 1.8 s at 10,000 notes).
+            with anyio.move_on_after(_WAITING_PROGRESS_SECONDS):
+                async with self._reading:
+                    pass
         async with self._reading:
             missing = self._missing()
             if missing:
