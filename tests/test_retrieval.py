@@ -601,3 +601,19 @@ def test_float32_rows_an_older_version_stores_are_read_beside_coded_ones(tmp_pat
     assert next(iter(vectors.ranked(matrix[2])))[0] == "h2"
     assert vectors.similarity(matrix[2], ["h2"]) == pytest.approx({"h2": 1.0}, abs=0.01)
     store.close()
+
+
+def test_a_vector_stored_after_the_newest_were_pruned_is_taken_in() -> None:
+    """Pruning the newest vectors must not hand their seqs to the next ones: a process
+    reads what was stored after the last seq it saw."""
+    rng = np.random.default_rng(17)
+    matrix = rng.standard_normal((4, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store = IndexStore(":memory:")
+    store.put_vectors("m", ["h0", "h1", "h2"], matrix[:3])
+    vectors = PassageVectors("m", 8)
+    assert vectors.refresh(store) == 3
+    assert store.prune_vectors() == 3  # no passage has these texts any more
+    store.put_vectors("m", ["h3"], matrix[3:])
+    assert vectors.refresh(store) == 1
+    assert next(iter(vectors.ranked(matrix[3])))[0] == "h3"

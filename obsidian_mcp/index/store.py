@@ -133,9 +133,22 @@ _MIGRATIONS: tuple[str, ...] = (
     # 2 -> 3: vectors stored as int8 codes with a scale each (`quantized`), as a process
     # holds them: the table takes a quarter of the room, and a new process reads 62 MB
     # instead of 245 MB at 159,646 texts (0.17 s against 0.37 s with the coding). Stored
-    # float32 rows are coded in place, by `_code_float_vectors`.
+    # float32 rows are coded in place, by `_code_float_vectors`. Seqs never come back
+    # (AUTOINCREMENT): a process reads the vectors stored after the last seq it saw, and
+    # without it a vector stored after the newest ones were pruned took a seq already seen.
     """
-    ALTER TABLE passage_vectors ADD COLUMN scale REAL;
+    CREATE TABLE passage_vectors_coded (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        model TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        scale REAL,
+        UNIQUE (model, text_hash)
+    );
+    INSERT INTO passage_vectors_coded (seq, model, text_hash, vector)
+        SELECT seq, model, text_hash, vector FROM passage_vectors;
+    DROP TABLE passage_vectors;
+    ALTER TABLE passage_vectors_coded RENAME TO passage_vectors;
     """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
