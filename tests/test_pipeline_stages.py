@@ -1,13 +1,16 @@
 """The stages of vault_semantic_query on plain data and through a retriever, each switched
 off: candidates (keyword), fusion (seats) and passage cutting."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.retrieval.candidates import Candidates
+from obsidian_mcp.index.embedder import Matrix
+from obsidian_mcp.retrieval.candidates import Candidates, DenseRanking
 from obsidian_mcp.retrieval.fusion import fuse, reciprocal_rank_fusion, seated
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticAnswer
@@ -42,6 +45,29 @@ def test_fusion_without_seats_is_the_fused_order() -> None:
     assert plain.ranked[0][0] == 8
     assert dict(plain.ranked) == reciprocal_rank_fusion([([7, 8], 1.0), ([9, 8], 1.0)])
     assert plain.total == 3
+
+
+class NoModel:
+    """Where a dense ranking names its model: never called by fusion."""
+
+    model_id = "none"
+    dims = 2
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        raise AssertionError("fusion does not embed")
+
+
+def test_a_passage_both_rankings_put_near_the_top_is_seated() -> None:
+    """Each ranking's own picks would fill the five places; the passage both the keywords
+    and the local index rank in their first five (4) takes a seat after their best."""
+    candidates = Candidates(
+        keyword=[1, 2, 3, 4],
+        dense=DenseRanking([5, 6, 7, 4], np.zeros(2, dtype=np.float32), NoModel(), ""),
+        semantic=[],
+        answer=SemanticAnswer("lexical-fallback", ()),
+        whole_blocks={},
+    )
+    assert [c for c, _ in fuse(candidates, seats=True).ranked][:5] == [1, 4, 5, 2, 6]
 
 
 # -- through the retriever, on a folder vault ---------------------------------------------
