@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -446,6 +447,24 @@ async def test_a_question_waiting_for_the_read_goes_on_when_it_ends(
         with anyio.fail_after(30):  # the read takes 1.5 s
             found = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in found.source_note
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_path: Path) -> None:
+    """Several calls waiting with no deadline (exact search, topic overview, related
+    notes) while the server reads: each goes on once the reading ends. Waiters that took
+    the reading lock only to let it go again handed it round in a circle, so it never
+    looked free: under HTTP load the server hung (test_http, 2 runs in 3)."""
+    retriever, _ = slow_retriever(tmp_path, read_wait=600)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        with anyio.fail_after(30):  # the read takes 1.5 s
+            async with anyio.create_task_group() as waiting:
+                for _ in range(3):
+                    waiting.start_soon(partial(retriever.corpus.sync, read_all=True))
+    assert retriever.corpus.unread == 0
     retriever.close()
 
 

@@ -451,22 +451,31 @@ class Corpus:
                 await self._read_missing(progress)
 
     async def _read_missing(self, progress: ProgressCallback | None) -> None:
-        waited = False
-        while self._reading.locked():  # another task reads: report how far it has got
-            await self._report_read(progress)
-            waited = True
-            # Until that task lets go, or the next report is due. Sleeping out the interval
-            # instead kept a new process's first answer waiting up to 0.5 s after the
-            # notes were loaded (0.3 s of 1.8 s at 10,000 notes).
-            with anyio.move_on_after(_WAITING_PROGRESS_SECONDS):
-                async with self._reading:
-                    pass
-        async with self._reading:
+        waited = await self._take_reading(progress)
+        try:
             missing = self._missing()
             if missing:
                 await self._read_many(missing, progress)
             elif waited:
                 await self._report_read(progress)
+        finally:
+            self._reading.release()
+
+    async def _take_reading(self, progress: ProgressCallback | None) -> bool:
+        """Hold the reading lock, and say whether another task held it first. While that
+        task reads, report how far it has got every `_WAITING_PROGRESS_SECONDS`; take the
+        lock the moment it lets go: sleeping out the interval kept a new process's first
+        answer waiting up to 0.5 s after the notes were loaded (0.3 s of 1.8 s at 10,000
+        notes). Waiters never take the lock only to let it go again: handed round among
+        themselves it never looked free, and calls with no deadline waited for ever."""
+        if not self._reading.locked():
+            await self._reading.acquire()
+            return False
+        while True:
+            await self._report_read(progress)
+            with anyio.move_on_after(_WAITING_PROGRESS_SECONDS):
+                await self._reading.acquire()
+                return True
 
     async def _report_read(self, progress: ProgressCallback | None) -> None:
         if progress is not None:
