@@ -229,24 +229,32 @@ async def run_meaning(total: int) -> None:
         began = time.perf_counter()
         await meaning.catch_up_meaning()
         embed_seconds = time.perf_counter() - began
-        hits = {"words only": [0, 0], "with meaning": [0, 0]}
+        hits = {"words only": [0, 0], "with meaning": [0, 0], "meaning, one tag": [0, 0]}
         disjoint = 0
-        for content, _, question in PAIRS:
+        for content, tags, question in PAIRS:
             disjoint += not terms(question) & terms(content)
-            for label, store in (("words only", words), ("with meaning", meaning)):
-                found = [m.content for m in (await store.recall(query=question, limit=5)).memories]
+            # The last row recalls within the memory's first tag, as an agent narrows a
+            # recall to "user" or "project".
+            for label, store, kept in (("words only", words, ()),
+                                       ("with meaning", meaning, ()),
+                                       ("meaning, one tag", meaning, (tags[0],))):
+                recalled = await store.recall(query=question, tags=kept, limit=5)
+                found = [m.content for m in recalled.memories]
                 hits[label][0] += found[:1] == [content]
                 hits[label][1] += content in found
         recall = await timed(30, lambda n: meaning.recall(query=PAIRS[n % len(PAIRS)][2]))
+        tagged = await timed(30, lambda n: meaning.recall(
+            query=PAIRS[n % len(PAIRS)][2], tags=PAIRS[n % len(PAIRS)][1][:1]))
         remember = await timed(30, lambda n: meaning.remember(
             f"bench memory {n} {time.time()}", ["bench"], ""))
     print(f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
           f"memory) over {total:,} memories; model {shared_model().model_id}")
-    print(f"{'ranking':<14} {'hit@1':>8} {'hit@5':>8}")
+    print(f"{'ranking':<16} {'hit@1':>8} {'hit@5':>8}")
     for label, (top1, top5) in hits.items():
-        print(f"{label:<14} {top1 / len(PAIRS):>8.0%} {top5 / len(PAIRS):>8.0%}")
+        print(f"{label:<16} {top1 / len(PAIRS):>8.0%} {top5 / len(PAIRS):>8.0%}")
     print(f"embedding {total:,} memories (first start): {embed_seconds:.1f} s")
     print(f"recall by query with meaning: median {recall[0]:.1f} ms, p95 {recall[1]:.1f} ms")
+    print(f"the same within one tag: median {tagged[0]:.1f} ms, p95 {tagged[1]:.1f} ms")
     print(f"remember with meaning: median {remember[0]:.1f} ms, p95 {remember[1]:.1f} ms")
 
 

@@ -225,6 +225,25 @@ async def test_recall_finds_a_memory_by_a_paraphrase_that_shares_no_word_with_it
 
 
 @pytest.mark.anyio
+async def test_a_filtered_recall_finds_by_meaning_among_the_memories_it_keeps(
+    vault: Path, tmp_path: Path, model: Embedder
+) -> None:
+    """Meaning ranks the memories the tags (or type, or time range) keep, not the vault's
+    nearest few of which the filter then keeps none: 40 memories closer to the query under
+    another tag once hid the one memory with the tag asked for."""
+    content, tags, paraphrase = PARAPHRASED[1]
+    store = store_at(vault, tmp_path / "cache.sqlite", model)
+    await store.remember(content, tags, "")
+    for n in range(40):  # nearer the query than the memory it paraphrases
+        await store.remember(f"{paraphrase} (asked again, {n})", ("elsewhere",), "")
+    await store.catch_up_meaning()
+    recall = await store.recall(query=paraphrase, tags=list(tags), limit=3)
+    assert [m.content for m in recall.memories] == [content]
+    unfiltered = await store.recall(query=paraphrase, limit=3)
+    assert all(m.tags == ("elsewhere",) for m in unfiltered.memories)
+
+
+@pytest.mark.anyio
 async def test_missing_vectors_are_embedded_once_and_cached_outside_the_file(
     vault: Path, tmp_path: Path, model: Embedder
 ) -> None:

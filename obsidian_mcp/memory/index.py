@@ -105,6 +105,13 @@ class Query:
     end: datetime | None = None
     type: str | None = None
 
+    @property
+    def filtered(self) -> bool:
+        """Whether it keeps only some memories (by tags, type or time), text aside."""
+        return bool(self.tags) or self.type is not None or self.start is not None or (
+            self.end is not None
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -467,6 +474,13 @@ class MemoryIndex:
             best = heapq.nlargest(limit, pool, key=lambda slot: (scores[slot], pool[slot], slot))
         return Selection(self._fetch(best), len(pool), _moment(max(pool.values())),
                          _moment(min(pool.values())))
+
+    def meanings(self, query: Query) -> set[bytes]:
+        """The content hashes of the memories `query`'s filters keep (its text aside)."""
+        where, params = self._filters(query)
+        return {row[0] for row in self.db.execute(
+            f"SELECT meaning FROM memories WHERE {where}", params
+        )}
 
     def _slots_near(self, similar: Mapping[bytes, float]) -> dict[int, float]:
         marks = ", ".join("?" * len(similar))

@@ -103,14 +103,25 @@ class MemoryVectors:
             self._chunks = []
         return self._matrix
 
-    def nearest(self, query: Matrix) -> dict[bytes, float]:
-        """Cosine similarity of the closest memories to `query` (one row), by content hash."""
+    def nearest(self, query: Matrix, among: Set[bytes] | None = None) -> dict[bytes, float]:
+        """Cosine similarity of the closest memories to `query` (one row), by content hash;
+        only those `among` these content hashes when given (what a recall's filters keep:
+        the closest of all may be none of them)."""
         matrix = self._stacked()
         if matrix is None:
             return {}
         similarity = matrix @ query[0]
-        most = min(MOST_SIMILAR, len(similarity))
-        top = np.argpartition(-similarity, most - 1)[:most]
+        if among is None:
+            rows = np.arange(len(similarity))
+        else:
+            rows = np.fromiter(
+                (row for content_hash, row in self._row_of.items() if content_hash in among),
+                dtype=np.intp,
+            )
+        if not len(rows):
+            return {}
+        most = min(MOST_SIMILAR, len(rows))
+        top = rows[np.argpartition(-similarity[rows], most - 1)[:most]]
         hashes = list(self._row_of)
         return {hashes[row]: float(similarity[row]) for row in top
                 if similarity[row] >= MEANING_FLOOR}

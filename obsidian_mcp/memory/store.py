@@ -313,7 +313,10 @@ class MemoryStore:
         )
 
         def question(index: MemoryIndex) -> Recall:
-            similar = self._vectors.nearest(query_vector) if query_vector is not None else None
+            similar = None
+            if query_vector is not None:
+                among = index.meanings(wanted) if wanted.filtered else None
+                similar = self._vectors.nearest(query_vector, among)
             selection = index.select(wanted, limit, similar)
             return Recall(
                 memories=selection.ranked,
