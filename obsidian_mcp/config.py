@@ -186,9 +186,10 @@ class Settings(BaseSettings):
         ge=0,
         le=3600,
         description="How long a session's first vault_semantic_query waits for notes not "
-        "yet read into the index (the first build of a big vault) before it answers from "
-        "those that are and says how many; later ones do not wait. Reading goes on in the "
-        "background, about 400 notes a second on a 2-core machine through the folder.",
+        "yet read into the index (the first build of a big vault), and then for Smart "
+        "Connections' stored vectors, before it answers from what is read and says how "
+        "much; later ones do not wait. Reading goes on in the background, about 400 notes "
+        "a second on a 2-core machine through the folder.",
     )
     index_embeddings: bool = Field(
         default=True,

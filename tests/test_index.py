@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -19,9 +20,12 @@ from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.bulk import collector_paused
+from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
+from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
 from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore
 from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.folder import FolderSource
@@ -465,6 +469,34 @@ async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_pat
                 for _ in range(3):
                     waiting.start_soon(partial(retriever.corpus.sync, read_all=True))
     assert retriever.corpus.unread == 0
+    retriever.close()
+
+
+class SlowSmartEnv(SmartEnvCache):
+    """Smart Connections' files, as slow to read as beside a first build of a big vault
+    (reading them and checking their model took 14 s at 10,000 notes)."""
+
+    def _refresh(self) -> StoredVectors | None:
+        time.sleep(1.5)  # in the cache's own thread
+        return super()._refresh()
+
+
+@pytest.mark.anyio
+async def test_a_question_does_not_wait_for_smart_connections_files_past_its_read_wait(
+    vault_copy: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    retriever, _ = retriever_on(vault_copy, tmp_path, index_read_wait_seconds=0.5)
+    retriever.candidates.semantic = SemanticSources(
+        None, None, SlowSmartEnv(vault_copy / ".smart-env")
+    )
+    with anyio.fail_after(1.5):
+        early = await retriever.semantic_query("What is Kettle's real name?", limit=3)
+    assert "Smart Connections' vectors are being read" in early.source_note
+    assert not early.source.startswith("smart-env")
+    await anyio.sleep(2)  # the files are read in their own thread meanwhile
+    later = await retriever.semantic_query("What is Kettle's real name?", limit=3)
+    assert later.source.startswith("smart-env")  # by meaning once the model is known
+    assert "being read" not in later.source_note
     retriever.close()
 
 

@@ -304,9 +304,12 @@ class CandidateSources:
                 seeds.append(Seed(chunk.path, line, keyword[chunk_id] / top))
         return seeds
 
-    async def gather(self, query: str, prefix: str, stages: Stages) -> Candidates:
+    async def gather(
+        self, query: str, prefix: str, stages: Stages, *, read_wait: float = 0.0
+    ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
-        a source whose stage is off gives none (the ablation)."""
+        a source whose stage is off gives none (the ablation). Smart Connections' files,
+        while a first build still reads them, are waited for at most `read_wait` seconds."""
         wanted = query_terms(query)
         keyword = {
             chunk_id: score
@@ -329,6 +332,7 @@ class CandidateSources:
                 limit=SEMANTIC_DEPTH,
                 seeds=self._seeds(keyword_ranking, keyword),
                 local=None if dense is None else LocalQuery(dense.embedder, dense.query),
+                read_wait=read_wait,
             )
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix

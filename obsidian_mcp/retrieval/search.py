@@ -227,8 +227,13 @@ class Retriever:
         wait = self.settings.index_read_wait_seconds
         if self._waited_for_reading and corpus.reading:
             wait = 0.0
+        # One wait for what a first build still reads: the notes, then Smart Connections'
+        # files in what is left of it.
+        deadline = anyio.current_time() + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
-        candidates = await self.candidates.gather(query, prefix, self.stages)
+        candidates = await self.candidates.gather(
+            query, prefix, self.stages, read_wait=max(0.0, deadline - anyio.current_time())
+        )
         found = fuse(candidates, seats=self.stages.seats)
         unread = corpus.unread
         if not unread:
