@@ -179,7 +179,8 @@ class Settings(BaseSettings):
         le=600,
         description="How often, at most, a query lists the vault's note stats to find notes "
         "changed outside this server: an edit in Obsidian or on disk is used by every query "
-        "that starts this many seconds after it (0: every query checks).",
+        "that starts this many seconds after it (0: every query checks); during a first "
+        "build, by the first such query that does not find the build storing notes.",
     )
     index_read_wait_seconds: float = Field(
         default=2.0,

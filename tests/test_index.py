@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
-from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore
+from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore, NoteRow, StoredPassage
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.server.app import model_loader, open_retriever
@@ -469,6 +470,46 @@ async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_pat
                 for _ in range(3):
                     waiting.start_soon(partial(retriever.corpus.sync, read_all=True))
     assert retriever.corpus.unread == 0
+    retriever.close()
+
+
+class SlowStore(IndexStore):
+    """The index file, as slow to take a batch of notes as beside the first build of a big
+    vault (at 50,000 notes questions queued 7-11 s behind such writes)."""
+
+    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, tuple[StoredPassage, ...]]:
+        time.sleep(1.0)
+        return super().put_notes(notes)
+
+
+@pytest.mark.anyio
+async def test_a_question_during_the_first_build_does_not_queue_behind_its_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._STORE_BATCH", 4)  # 10 writes of 1 s
+    vault = ledger_vault(tmp_path / "vault")
+    settings = folder_settings(
+        vault,
+        tmp_path,
+        index_dir=tmp_path / "index",
+        index_read_wait_seconds=0.2,
+        index_refresh_seconds=0.1,  # every question lists the vault's stats
+    )
+    folder = SlowFolder(vault)
+    store = SlowStore(index_path(settings))
+    retriever = Retriever(Vault(None, folder), settings, store, None, None)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        await retriever.semantic_query("harbour ledger", limit=3)  # waits its 0.2 s
+        await anyio.sleep(1.0)  # the build is storing its batches now
+        assert retriever.corpus.reading
+        with anyio.fail_after(0.6):
+            during = await retriever.semantic_query("harbour ledger", limit=3)
+        assert during.source_note.startswith("notes read: ")
+    after = await retriever.semantic_query("harbour ledger", limit=3)
+    assert "notes read" not in after.source_note
+    assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))
     retriever.close()
 
 
