@@ -6,6 +6,7 @@ all-MiniLM-L6-v2; its module doc lists what each of its notes exercises.
 """
 
 import shutil
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -251,3 +252,17 @@ async def test_the_cache_tells_which_model_made_its_vectors_once_per_change(
     assert await cache.vectors() is not None
     assert await cache.made_by(counting)
     assert counting.embedded > checked  # the files changed: checked again
+
+
+@pytest.mark.anyio
+async def test_settle_waits_for_a_model_check_under_way(
+    vault: Path, embedder: OnnxEmbedder
+) -> None:
+    """The model check runs ONNX Runtime in a thread of its own; a closing server waits for
+    it rather than exit under it."""
+    cache = SmartEnvCache(vault / ".smart-env")
+    assert await cache.vectors() is not None
+    assert await cache.made_by_if_known(CountingModel(embedder)) is None  # started, not done
+    cache.settle()
+    assert not [t for t in threading.enumerate() if t.name == "checking Smart Connections' model"]
+    assert await cache.made_by_if_known(CountingModel(embedder)) is True

@@ -608,6 +608,13 @@ class InThread(Generic[T]):
             await anyio.to_thread.run_sync(self._done.wait, abandon_on_cancel=True)
         return self._result
 
+    def settle(self) -> None:
+        """Wait for the work if it started."""
+        with self._start:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
     def _run(self) -> None:
         try:
             self._result = self._work()
@@ -644,6 +651,13 @@ class SmartEnvCache:
     def loaded(self) -> bool:
         """Whether the files have been read once; the first call starts reading them."""
         return self._first_load.ready()
+
+    def settle(self) -> None:
+        """Wait for a model check under way: it runs ONNX Runtime, which must not be running
+        in another thread when the process exits (see `EmbedderSlot.settle`). Reading the
+        files is Python alone and is left to end with the process."""
+        if self._model_check is not None:
+            self._model_check[1].settle()
 
     async def vectors(self) -> StoredVectors | None:
         await self._first_load.wait()

@@ -130,6 +130,8 @@ class Retriever:
             self.candidates.builder.stop()
         if self.candidates.embedder is not None:
             self.candidates.embedder.settle()
+        if self.semantic.smart_env is not None:
+            self.semantic.smart_env.settle()
         self.corpus.store.close()
 
     async def passage_vectors(self) -> PassageVectors | None:
