@@ -44,8 +44,11 @@ SCRATCH_ENTRY = re.compile(r"^crash scratch r\d+ n\d+ x+ end$")
 # At most this many remembers a round, so one recall (limit 100) sees the whole round; the
 # trial runs acknowledged about 40 a round before the kill.
 ROUND_REMEMBERS = 90
-# A kill lands after this many seconds of writing, drawn uniformly.
+# A kill lands this many seconds, drawn uniformly, after the round's first acknowledged
+# remember: counted from the start of writing, a kill at 0.2 s through the REST API came
+# before any remember was acknowledged in 1 of 12 short runs (tests/test_crash.py).
 KILL_AFTER = (0.2, 1.5)
+FIRST_REMEMBER_TIMEOUT = 30
 
 
 @dataclass
@@ -156,6 +159,9 @@ async def _kill_round(env: dict[str, str], round_: Round, with_forget: bool) -> 
                 raise RuntimeError("the server process was not found")
             async with anyio.create_task_group() as group:
                 group.start_soon(_writers, client, round_, with_forget)
+                with anyio.fail_after(FIRST_REMEMBER_TIMEOUT):
+                    while not round_.remembered:
+                        await anyio.sleep(0.01)
                 await anyio.sleep(random.uniform(*KILL_AFTER))
                 os.kill(pid, signal.SIGKILL)
     except Exception:  # the client's own teardown after the kill
