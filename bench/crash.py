@@ -48,6 +48,7 @@ ROUND_REMEMBERS = 90
 # remember: counted from the start of writing, a kill at 0.2 s through the REST API came
 # before any remember was acknowledged in 1 of 12 short runs (tests/test_crash.py).
 KILL_AFTER = (0.2, 1.5)
+# A round whose server acknowledges no remember in this many seconds fails the run.
 FIRST_REMEMBER_TIMEOUT = 30
 
 
@@ -152,6 +153,7 @@ async def _writers(client: Any, round_: Round, with_forget: bool) -> None:
 async def _kill_round(env: dict[str, str], round_: Round, with_forget: bool) -> None:
     from mcp import Client
 
+    killed = False
     try:
         async with Client(stdio_params(env), read_timeout_seconds=30) as client:
             pid = server_pid(os.getpid())
@@ -164,8 +166,10 @@ async def _kill_round(env: dict[str, str], round_: Round, with_forget: bool) -> 
                         await anyio.sleep(0.01)
                 await anyio.sleep(random.uniform(*KILL_AFTER))
                 os.kill(pid, signal.SIGKILL)
-    except Exception:  # the client's own teardown after the kill
-        return
+                killed = True
+    except Exception:  # the client's own teardown after the kill; anything before is raised
+        if not killed:
+            raise
 
 
 async def _verify(env: dict[str, str], round_: Round, result: CrashResult) -> None:

@@ -652,6 +652,11 @@ class SmartEnvCache:
         """Whether the files have been read once; the first call starts reading them."""
         return self._first_load.ready()
 
+    async def until_loaded(self) -> None:
+        """Wait for the files' first reading (started if need be), and nothing else: a
+        re-check cancelled half-way would leave the old vectors trusted for a while."""
+        await self._first_load.wait()
+
     def settle(self) -> None:
         """Wait for a model check under way: it runs ONNX Runtime, which must not be running
         in another thread when the process exits (see `EmbedderSlot.settle`). Reading the

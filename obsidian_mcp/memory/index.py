@@ -108,8 +108,8 @@ class Query:
     @property
     def filtered(self) -> bool:
         """Whether it keeps only some memories (by tags, type or time), text aside."""
-        return bool(self.tags) or self.type is not None or self.start is not None or (
-            self.end is not None
+        return bool(self.tags) or any(
+            part is not None for part in (self.type, self.start, self.end)
         )
 
 

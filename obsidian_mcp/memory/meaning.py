@@ -114,10 +114,8 @@ class MemoryVectors:
         if among is None:
             rows = np.arange(len(similarity))
         else:
-            rows = np.fromiter(
-                (row for content_hash, row in self._row_of.items() if content_hash in among),
-                dtype=np.intp,
-            )
+            held = self._row_of
+            rows = np.fromiter((held[h] for h in among if h in held), dtype=np.intp)
         if not len(rows):
             return {}
         most = min(MOST_SIMILAR, len(rows))

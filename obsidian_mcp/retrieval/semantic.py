@@ -205,7 +205,7 @@ class SemanticSources:
         env = self._smart_env
         if env is not None:
             with anyio.move_on_after(read_wait):
-                await env.vectors()
+                await env.until_loaded()
                 if local is not None:
                     await env.made_by(local.embedder)
         if env is not None and not env.loaded():
