@@ -19,7 +19,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from tests.standin.process import StandinProcess
+from tests.standin.process import StandinError, StandinProcess
 
 MODEL = "test-model-8d"
 NOTE_JSON = "application/vnd.olrapi.note+json"
@@ -328,25 +328,69 @@ def test_put_post_delete_and_append_rule(launch: Launch, vaults: dict[str, Path]
         assert not (root / ".trash/gone.md").exists()  # 3.x deletes for good
 
 
-def test_concurrent_appends_do_not_interleave(launch: Launch, vaults: dict[str, Path]) -> None:
-    lra = launch("writable")
-    lines = [f"line {t}-{i} " + "x" * 200 for t in range(8) for i in range(6)]
+def test_overlapping_appends_keep_only_one(tmp_path: Path) -> None:
+    """The plugin's append reads the file, awaits, and writes the whole file back
+    (``appendFileContent``): two appends that overlap keep one text, not both."""
+    target = tmp_path / "race.md"
+    target.write_text("start\n")
+    # Same length, so the later write-back covers the earlier one exactly.
+    texts = ["alpha\n", "omega\n"]
+    ready = threading.Barrier(len(texts))
+    statuses: list[int] = []
 
-    def worker(chunk: list[str]) -> None:
+    def append(lra: StandinProcess, text: str) -> None:
         with lra.client(timeout=10) as http:
-            for line in chunk:
-                response = http.post(
-                    "/vault/log.md", content=line + "\n", headers={"Content-Type": "text/markdown"}
-                )
-                assert response.status_code == 204
+            http.get("/")  # the TLS handshake, before the race
+            ready.wait()
+            response = http.post(
+                "/vault/race.md", content=text, headers={"Content-Type": "text/markdown"}
+            )
+            statuses.append(response.status_code)
 
-    threads = [threading.Thread(target=worker, args=(lines[i::8],)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    written = (vaults["writable"] / "log.md").read_text().splitlines()
-    assert sorted(written) == sorted(lines)
+    with StandinProcess(tmp_path, smart="off") as lra:
+        lra.set_faults(write_yield_ms=400)
+        threads = [threading.Thread(target=append, args=(lra, text)) for text in texts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert statuses == [204, 204]
+    assert target.read_text() in ("start\nalpha\n", "start\nomega\n")
+
+
+def test_read_during_put_sees_a_truncated_file(tmp_path: Path) -> None:
+    """A PUT is Node's ``fs.promises.writeFile``: the file is truncated when opened and
+    written after an await, so a GET in between answers 200 with an empty body."""
+    old, new = "old text\n" * 50, "new text\n" * 60
+    (tmp_path / "put.md").write_text(old)
+    done = threading.Event()
+    statuses: list[int] = []
+
+    def put(lra: StandinProcess) -> None:
+        try:
+            with lra.client(timeout=10) as http:
+                response = http.put(
+                    "/vault/put.md", content=new, headers={"Content-Type": "text/markdown"}
+                )
+                statuses.append(response.status_code)
+        finally:
+            done.set()
+
+    bodies: list[str] = []
+    with StandinProcess(tmp_path, smart="off") as lra, lra.client(timeout=10) as http:
+        lra.set_faults(write_yield_ms=400)
+        http.get("/")  # the TLS handshake, so reads start as soon as the PUT does
+        writer = threading.Thread(target=put, args=(lra,))
+        writer.start()
+        while not done.is_set():
+            response = http.get("/vault/put.md")
+            assert response.status_code == 200
+            bodies.append(response.text)
+        writer.join()
+    assert statuses == [204]
+    assert "" in bodies
+    assert set(bodies) <= {old, "", new}
+    assert (tmp_path / "put.md").read_text() == new
 
 
 # --- search ---------------------------------------------------------------------------------
@@ -546,7 +590,10 @@ def test_faults_from_cli_and_at_runtime(launch: Launch) -> None:
             "hang_pattern": None,
             "drop_every": None,
             "link_index_pending": None,
+            "write_yield_ms": None,
         }
+        with pytest.raises(StandinError, match="write_yield_ms must be a non-negative"):
+            lra.set_faults(write_yield_ms=-1)
         assert http.get("/vault/").status_code == 200
         lra.reset_stats()
 

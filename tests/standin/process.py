@@ -204,7 +204,9 @@ class StandinProcess:
 
     def set_faults(self, **faults: Any) -> dict[str, Any]:
         """Change faults at run time: ``latency_ms``, ``fail_every``, ``hang_pattern``,
-        ``drop_every``, and (6.x) ``link_index_pending``; ``None`` clears one, an omitted
+        ``drop_every``, ``write_yield_ms`` (the fixed pause inside a PUT or POST, where the
+        plugin awaits between reading and writing; default a random 0-3 ms), and (6.x)
+        ``link_index_pending``; ``None`` clears one, an omitted
         one is left as it is. Resets the request counter that ``fail_every``/``drop_every``
         count. Returns all faults."""
         return self._control("POST", "faults", faults)
@@ -216,6 +218,7 @@ class StandinProcess:
             hang_pattern=None,
             drop_every=None,
             link_index_pending=None,
+            write_yield_ms=None,
         )
 
     def stats(self) -> dict[str, Any]:

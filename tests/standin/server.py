@@ -29,6 +29,9 @@ Control routes (same bearer key, exempt from faults and stats): ``GET|POST
 request, authenticated or not, in this order: ``hang_pattern`` (``re.search`` on the path,
 query string excluded), ``drop_every``, then ``latency_ms`` and ``fail_every`` (500
 envelope); the Nth-request counters restart whenever the faults are set.
+``write_yield_ms`` is no fault but the width of the plugin's own race windows: each
+``await`` inside a PUT or POST (after the truncating open; between append's read and its
+write-back) pauses exactly that long instead of a random 0-3 ms (see ``vault``).
 """
 
 from __future__ import annotations
@@ -187,6 +190,9 @@ class Faults:
     #: 6.x only: Obsidian has not resolved the vault's links yet (``linkIndexReady`` false,
     #: links null). Not a fault, but switched at run time the same way.
     link_index_pending: bool | None = None
+    #: Milliseconds each ``await`` of a PUT or POST lets other requests run (default: a
+    #: random 0-3 ms); a wide one makes the plugin's write races happen every time.
+    write_yield_ms: float | None = None
     #: Requests seen since the faults were last set; ``fail_every``/``drop_every`` count it.
     seen: int = 0
 
@@ -197,11 +203,19 @@ class Faults:
             "hang_pattern": self.hang_pattern.pattern if self.hang_pattern else None,
             "drop_every": self.drop_every,
             "link_index_pending": self.link_index_pending,
+            "write_yield_ms": self.write_yield_ms,
         }
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply a control-route body; raises ValueError on a bad field."""
-        known = {"latency_ms", "fail_every", "hang_pattern", "drop_every", "link_index_pending"}
+        known = {
+            "latency_ms",
+            "fail_every",
+            "hang_pattern",
+            "drop_every",
+            "link_index_pending",
+            "write_yield_ms",
+        }
         unknown = set(changes) - known
         if unknown:
             raise ValueError(f"unknown fault field(s): {sorted(unknown)}")
@@ -211,11 +225,12 @@ class Faults:
                 if value is not None and (not isinstance(value, int) or value < 1):
                     raise ValueError(f"{name} must be a positive integer or null")
                 setattr(self, name, value)
-        if "latency_ms" in changes:
-            value = changes["latency_ms"]
-            if value is not None and (not isinstance(value, int | float) or value < 0):
-                raise ValueError("latency_ms must be a non-negative number or null")
-            self.latency_ms = value
+        for name in ("latency_ms", "write_yield_ms"):
+            if name in changes:
+                value = changes[name]
+                if value is not None and (not isinstance(value, int | float) or value < 0):
+                    raise ValueError(f"{name} must be a non-negative number or null")
+                setattr(self, name, value)
         if "link_index_pending" in changes:
             value = changes["link_index_pending"]
             if value is not None and not isinstance(value, bool):
@@ -495,7 +510,7 @@ class Plugin:
         if m == "POST":
             if req.body.kind != "text":
                 return envelope(40010)
-            self.vault.append(path, req.body.value)
+            self.vault.append(path, req.body.value, yield_ms=self.state.faults.write_yield_ms)
             return Response(204)
         if m == "DELETE":
             permanent = req.param("permanent") == "true"
@@ -567,7 +582,7 @@ class Plugin:
             data = req.body.value
         else:
             raise TypeError("The request body is neither text nor binary data")
-        self.vault.write(path, data)
+        self.vault.write(path, data, yield_ms=self.state.faults.write_yield_ms)
         return Response(204)
 
     # --- search -----------------------------------------------------------------------

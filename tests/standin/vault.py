@@ -20,16 +20,26 @@
   case-insensitive substring matches, a file qualifies only if every word occurs. The
   score is the stand-in's own: ``-1 / (1 + number of matches)`` (Obsidian's scale is
   undocumented; only the sign convention, negative and higher-is-better, is kept).
-* Every mutation and every single-file read holds one vault lock, so concurrent appends
-  from many clients never interleave; PUT writes a temp file and renames it.
+* Writes are as unforgiving as the plugin's (coddingtonbear/obsidian-local-rest-api,
+  ``src/vaultOperations.ts`` at 0042c0998cb32a5451efbae79a2b3b17de5e964e): PUT
+  (``writeFileContent``) is Obsidian's ``adapter.write``, which is Node's
+  ``fs.promises.writeFile``: open with truncation, then write, with the event loop
+  running other requests in between; POST (``appendFileContent``) reads the whole file,
+  and after another such gap writes the whole file back the same way. Nothing serialises
+  them: two overlapping appends keep one text, and a read during a write can see a short
+  or empty file. Each gap is a pause of 0-3 ms, or exactly ``yield_ms`` when a test fixes
+  it (the ``write_yield_ms`` fault). Only DELETE and single-file reads hold the vault
+  lock, so a read never meets a file deleted between its check and its read.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import random
 import stat as stat_module
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +47,16 @@ from typing import Any
 from .jsstring import code_unit_key, js_lower, utf16_units
 from .markdown import NoteMetadata, parse_note
 from .watch import IN_IGNORED, RESCAN_MASK, Watcher
+
+# One await of the plugin's write path lets other requests run for about this long (ms,
+# drawn uniformly): enough for two appends from different clients to overlap and one to
+# be lost, as on the real plugin, without slowing the suites that write a lot.
+YIELD_MS = (0.0, 3.0)
+
+
+def _yield(yield_ms: float | None) -> None:
+    """An ``await`` in the plugin: a pause of ``yield_ms``, or a random one from YIELD_MS."""
+    time.sleep((random.uniform(*YIELD_MS) if yield_ms is None else yield_ms) / 1000)
 
 
 class OutsideVault(Exception):
@@ -405,29 +425,30 @@ class Vault:
             store["folders"] = folders
         return folder in folders
 
-    def write(self, rel: str, data: bytes) -> None:
-        with self.lock:
-            path = self.abs_path(rel)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.parent / f".standin-tmp-{threading.get_ident()}-{path.name}"
-            tmp.write_bytes(data)
-            tmp.replace(path)
+    def write(self, rel: str, data: bytes, *, yield_ms: float | None = None) -> None:
+        """``adapter.write`` (``writeFileContent``, and the end of ``appendFileContent``):
+        Node's ``fs.promises.writeFile`` opens with flag ``'w'``, which truncates at once,
+        and writes only after an ``await``; no lock and no temporary file, so a read in the
+        gap sees an empty file and two writers' bytes can mix."""
+        path = self.abs_path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            _yield(yield_ms)
+            fh.write(data)
 
-    def append(self, rel: str, text: str) -> None:
-        """Append as the plugin does: one ``\\n`` first unless the file ends with one."""
-        body = text.encode("utf-8")
-        with self.lock:
-            path = self.abs_path(rel)
-            if not path.is_file():
-                self.write(rel, body)
-                return
-            with path.open("rb") as fh:
-                size = fh.seek(0, os.SEEK_END)
-                if size:
-                    fh.seek(size - 1)
-                ends_with_newline = size > 0 and fh.read(1) == b"\n"
-            with path.open("ab") as fh:
-                fh.write(body if ends_with_newline else b"\n" + body)
+    def append(self, rel: str, text: str, *, yield_ms: float | None = None) -> None:
+        """``appendFileContent``: ``await vault.read(file)``, a ``\\n`` unless the file
+        ends with one, the new text, then ``await adapter.write`` of the whole file. Not
+        atomic: an append that overlaps another writes back a text without the other's."""
+        path = self.abs_path(rel)
+        contents = ""
+        if path.is_file():
+            # vault.read gives a string: invalid UTF-8 comes back as U+FFFD on write-back.
+            contents = path.read_bytes().decode("utf-8", errors="replace")
+            if not contents.endswith("\n"):
+                contents += "\n"
+        _yield(yield_ms)
+        self.write(rel, (contents + text).encode("utf-8"), yield_ms=yield_ms)
 
     def delete(self, rel: str, *, to_trash: bool) -> bool:
         """Delete a file (or move it under ``.trash/``); False if there is none."""
