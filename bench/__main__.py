@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-from bench import ablation, crash, economy, fuzz, report, soak, speed
+from bench import ablation, crash, economy, fuzz, memory_races, report, soak, speed
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
@@ -223,6 +223,13 @@ def parser() -> argparse.ArgumentParser:
         help="run only the crash run, KILLS per source, and replace its section of REPORT.md",
     )
     parser.add_argument(
+        "--races",
+        action="store_true",
+        help="run only the memory races (python -m bench.memory_races at full size: several "
+        "processes, REST and folder, two synced devices, conflict copies) and replace its "
+        "section of REPORT.md",
+    )
+    parser.add_argument(
         "--big",
         action="store_true",
         help="run only every tool at 10,000 and 50,000 notes through the folder, and "
@@ -250,7 +257,11 @@ def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     plan = PLANS["full"]
     result: object
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        if minutes is not None:
+        if args.races:
+            outcomes = anyio.run(memory_races.run_all, sorted(memory_races.SCENARIOS),
+                                 Path(work), memory_races.Sizes())
+            name, result, markdown = "races", outcomes, memory_races.section(outcomes)
+        elif minutes is not None:
             soaked = anyio.run(soak.soak, minutes, Path(work), log)
             soak.chart(soaked, args.out / SOAK_CHART)
             name, result, markdown = "soak", soaked, soak.section(soaked, SOAK_CHART)
@@ -296,7 +307,7 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
-    if args.soak is not None or args.crash is not None or args.big:
+    if args.soak is not None or args.crash is not None or args.big or args.races:
         path = run_section(args, log)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path
