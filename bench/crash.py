@@ -4,19 +4,21 @@
 
 Each round starts the server (``obsidian-mcp serve`` as a stdio subprocess, driven by the
 SDK's client) and runs three writers at once: ``vault_remember`` (tagged with the round),
-``vault_forget`` of what this round remembered (so dead lines pile up and compaction runs
-every few rounds), and ``vault_scratch_append``. After a random 0.2-1.5 s the server is
-killed with SIGKILL. Then, from the files as the kill left them and from a fresh server:
+``vault_forget`` of what this round remembered, and ``vault_scratch_append``. After a random
+0.2-1.5 s the server is killed with SIGKILL. A second server of the same installation (a
+bystander) remembers one fact of the round first and stays up meanwhile, so the killed
+server writes a file of its own in another writer slot; the next process of the
+installation that writes (the checking server below) folds the file the kill left, torn
+tail and all, into its own (counted as compactions seen). Then, from the files as the kill
+left them and from a fresh server:
 
-- every line of the memory file is valid JSON, or is a torn last line (counted, skipped);
+- every line of every memory file is valid JSON, or is a torn last line (counted, skipped);
 - every remember that was acknowledged is recalled, every acknowledged forget stays
   forgotten (a call in flight at the kill may have landed or not: both are fine);
 - every scratch entry is whole;
 - no response and no log line holds the API key.
 
-Sources: the vault folder, and the stand-in Local REST API without the folder. Over REST
-the forget writer is left out: compaction over REST takes no lock (see the README), which
-is the lead's part of issue 11, not a crash property.
+Sources: the vault folder, and the stand-in Local REST API without the folder.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ from mcp.types import TextContent
 
 from bench.generate_vault import generate
 from bench.harness import server_env, server_pid, stdio_params
+from obsidian_mcp.memory.files import writer_of
+from tests.memory_files import memory_paths, writer_paths
 from tests.standin.process import StandinProcess
 
-MEMORY = "obsidian-mcp/memory.jsonl"
 SCRATCH = "obsidian-mcp/scratch.md"
 REMEMBERED = re.compile(r"Remembered as (\S+?)\.")
 SCRATCH_ENTRY = re.compile(r"^crash scratch r\d+ n\d+ x+ end$")
@@ -78,6 +81,12 @@ class Round:
     answers: list[str] = field(default_factory=list[str])
 
 
+def check_memory_files(vault: Path, result: CrashResult) -> None:
+    """Every memory file there is: each writer's, the legacy one, conflict copies."""
+    for path in memory_paths(vault):
+        check_memory_file(path, result)
+
+
 def check_memory_file(path: Path, result: CrashResult) -> None:
     if not path.exists():
         return
@@ -101,6 +110,22 @@ def check_scratch(path: Path, result: CrashResult) -> None:
     for line in text.splitlines():
         if line.startswith("crash scratch") and not SCRATCH_ENTRY.match(line):
             result.half_scratch_entries += 1
+
+
+def generations(vault: Path) -> dict[tuple[str, int], int]:
+    """The newest generation of each writer slot's file: a fold writes the next one."""
+    found: dict[tuple[str, int], int] = {}
+    for path in writer_paths(vault):
+        writer = writer_of(path.name)
+        if writer is not None and writer.exact:
+            key = (writer.device, writer.slot)
+            found[key] = max(found.get(key, writer.generation), writer.generation)
+    return found
+
+
+def folds_between(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int]) -> int:
+    return sum(max(generation - before[key], 0) for key, generation in after.items()
+               if key in before)
 
 
 async def _writers(client: Any, round_: Round, with_forget: bool) -> None:
@@ -150,23 +175,39 @@ async def _writers(client: Any, round_: Round, with_forget: bool) -> None:
         return
 
 
+async def _bystander(client: Any, round_: Round) -> None:
+    """The bystander's one remember: it takes a writer slot before the killed server does."""
+    content = f"crash bystander r{round_.number}"
+    answer = await client.call_tool(
+        "vault_remember",
+        {"content": content, "tags": [f"round{round_.number}"], "context": "crash"},
+    )
+    text = "\n".join(b.text for b in answer.content if isinstance(b, TextContent))
+    round_.answers.append(text)
+    if answer.is_error or not (stored := REMEMBERED.search(text)):
+        raise RuntimeError(f"the bystander's remember failed: {text}")
+    round_.remembered[stored.group(1)] = content
+
+
 async def _kill_round(env: dict[str, str], round_: Round, with_forget: bool) -> None:
     from mcp import Client
 
     killed = False
     try:
         async with Client(stdio_params(env), read_timeout_seconds=30) as client:
-            pid = server_pid(os.getpid())
+            pid = server_pid(os.getpid())  # the only server so far
             if pid is None:
                 raise RuntimeError("the server process was not found")
-            async with anyio.create_task_group() as group:
-                group.start_soon(_writers, client, round_, with_forget)
-                with anyio.fail_after(FIRST_REMEMBER_TIMEOUT):
-                    while not round_.remembered:
-                        await anyio.sleep(0.01)
-                await anyio.sleep(random.uniform(*KILL_AFTER))
-                os.kill(pid, signal.SIGKILL)
-                killed = True
+            async with Client(stdio_params(env), read_timeout_seconds=30) as bystander:
+                await _bystander(bystander, round_)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_writers, client, round_, with_forget)
+                    with anyio.fail_after(FIRST_REMEMBER_TIMEOUT):
+                        while len(round_.remembered) < 2:  # the bystander's, and one more
+                            await anyio.sleep(0.01)
+                    await anyio.sleep(random.uniform(*KILL_AFTER))
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
     except Exception:  # the client's own teardown after the kill; anything before is raised
         if not killed:
             raise
@@ -218,26 +259,30 @@ async def crash_run(kills: int, work: Path, source: str, log: Path | None) -> Cr
             config_dir=root / "config",
         )
         # Smaller rounds keep the per-round recall under its limit of 100.
-        memory_bytes = 0
+        seen = generations(vault)
+
+        def count_folds() -> None:
+            nonlocal seen
+            now = generations(vault)
+            result.compactions_seen += folds_between(seen, now)
+            seen = now
+
         for number in range(kills):
             round_ = Round(number)
-            await _kill_round(env, round_, with_forget=standin is None)
+            await _kill_round(env, round_, with_forget=True)
             result.kills += 1
-            memory = vault / MEMORY
-            size = memory.stat().st_size if memory.exists() else 0
-            result.compactions_seen += size < memory_bytes
-            memory_bytes = size
-            check_memory_file(memory, result)
+            count_folds()
+            check_memory_files(vault, result)
             check_scratch(vault / SCRATCH, result)
             await _verify(env, round_, result)
-            memory_bytes = memory.stat().st_size if memory.exists() else 0
+            count_folds()
             result.acknowledged += len(round_.remembered)
             result.forgets_acknowledged += len(round_.forgotten)
             result.scratch_acknowledged += sum("Appended" in a for a in round_.answers)
             if secret:
                 result.secret_hits += sum(secret in a for a in round_.answers)
         result.leftover_temporaries = sum(
-            1 for p in (vault / "obsidian-mcp").iterdir() if p.name.endswith(".tmp")
+            1 for p in (vault / "obsidian-mcp").rglob("*") if p.name.endswith(".tmp")
         )
     finally:
         if standin is not None:
@@ -287,9 +332,11 @@ def section(results: list[CrashResult]) -> str:
         [
             "## Crashes",
             "SIGKILL of the server (stdio subprocess) at a random moment 0.2-1.5 s into a "
-            "burst of concurrent `vault_remember`, `vault_forget` (folder only; it makes "
-            "compaction run every few rounds) and `vault_scratch_append`; checked from the "
-            "files and from a fresh server after each kill (see `bench/crash.py`).",
+            "burst of concurrent `vault_remember`, `vault_forget` and `vault_scratch_append`, "
+            "beside a second server of the installation, so the killed one writes a memory "
+            "file of its own, which the next writing process folds (compactions seen); "
+            "checked from the files and from a fresh server after each kill (see "
+            "`bench/crash.py`).",
             markdown_table(headers, rows),
         ]
     )

@@ -34,6 +34,12 @@ and the first response's median tokens.
 The same run also gives ``retrieval_bench.quality_report`` its five strategies (with the
 raw ``/search/simple`` plus whole-note baseline over plain HTTP), so the Retrieval
 issue's figures come from this run too.
+
+Replies are not all a conversation costs: a client sends the tool definitions (the
+``tools/list`` result and the server's instructions, ``bench.definitions``) with every
+request, and a conversation of n tool calls makes n + 1 requests. The same sessions
+measure ours and the peer's definitions, and ``conversation_costs`` adds them up for
+conversations of one and two calls.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import retrieval_bench
+from bench.definitions import Definitions, measure_definitions, server_definitions
 from bench.harness import (
     QUERY_VECTORS,
     CallResult,
@@ -248,6 +255,24 @@ def peer_step(recorder: Recorder, picker: KeywordPicker) -> Step:
     return step
 
 
+def conversation_costs(traces: Sequence[Trace], definitions: Definitions) -> dict[str, Any]:
+    """Tokens of whole conversations: the definitions with each of the n + 1 requests of n
+    calls, plus the replies (medians over the questions; two calls: over the questions
+    whose conversation took two)."""
+    first = median([t.first_tokens for t in traces])
+    both = [t.tokens for t in traces if t.calls == 2]
+    two = median(both) if both else None
+    return {
+        "definitions": definitions.tokens,
+        "tools": len(definitions.tools),
+        "one_call_replies": first,
+        "one_call": 2 * definitions.tokens + first,
+        "two_call_questions": len(both),
+        "two_call_replies": two,
+        "two_calls": 3 * definitions.tokens + two if two is not None else None,
+    }
+
+
 def summarise(traces: Sequence[Trace]) -> dict[str, float]:
     count = len(traces) or 1
     tokens = [t.tokens for t in traces]
@@ -270,12 +295,13 @@ async def _ours_on_standin(
     questions: Sequence[Question],
     picker: KeywordPicker,
     embeddings: bool,
-) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]]]:
+) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]], Definitions]:
     traces: dict[str, list[Trace]] = {}
     outcomes: dict[str, list[Outcome]] = {}
     env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
     build_indexes([env])
     async with stdio_session(env) as session:
+        definitions = await measure_definitions(session.client)
         recorder = Recorder(session.client)
         keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
         plan: list[tuple[str, Step, Sequence[Question]]] = [
@@ -288,7 +314,7 @@ async def _ours_on_standin(
             traces[name], found = await run_traced(name, recorder, step, asked)
             if found:
                 outcomes[name] = found
-    return traces, outcomes
+    return traces, outcomes, definitions
 
 
 async def economy(
@@ -310,11 +336,13 @@ async def economy(
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        traces, outcomes = await _ours_on_standin(
+        traces, outcomes, ours = await _ours_on_standin(
             standin, config_dir, questions, picker, embeddings
         )
+        definitions: dict[str, Definitions] = {"semantic": ours}
         if peer is not None:
             async with peer_session(peer, standin, peer_log) as session:
+                definitions["peer"] = await measure_definitions(session.client)
                 recorder = Recorder(session.client)
                 traces["peer"], _ = await run_traced(
                     "peer", recorder, peer_step(recorder, picker), questions
@@ -350,6 +378,13 @@ async def economy(
                 for group, ids in groups.items()
             }
             for name in FIRST_RESPONSE
+            if name in traces
+        },
+        "definitions": {name: asdict(found) for name, found in definitions.items()},
+        "memory_only_definitions": asdict(await server_definitions("memory")),
+        "conversations": {
+            name: conversation_costs(traces[name], found)
+            for name, found in definitions.items()
             if name in traces
         },
         "quality_markdown": quality_md,

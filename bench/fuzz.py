@@ -4,8 +4,10 @@ An answer is *normal* (a result), *actionable* (an error that says what to chang
 *unexpected* (a traceback, a bare "Error executing tool X", pydantic's raw dump, the
 crash catch-all, or a reply longer than its budget). A call that gets no answer within
 the timeout is a *hang*; a client that loses the server is a *crash*. After every call
-the vault is unchanged outside the memory file and the scratch note, and a canary file
-beside the vault is untouched; a change counts as unexpected.
+the vault is unchanged outside the memory files (the writers' folder, where each process
+writes its own file, and the memory page made from them) and the scratch note, and a
+canary file beside the vault is untouched; a change counts as unexpected. The single
+memory file of earlier versions is only read: a write to it counts as unexpected too.
 
 The test suite runs a short profile (tests/test_fuzz.py); `python -m bench --fuzz` runs
 the long one, at least 1,000 calls per tool through the folder and through the stand-in.
@@ -28,6 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from obsidian_mcp.memory.files import MemoryFiles
+
 Schema = dict[str, Any]
 CallResult = tuple[bool, str]
 
@@ -40,6 +44,11 @@ MAX_ERROR_CHARS = 1500
 MAX_REPLY_CHARS = 102_000
 # Slack over a token budget for the reply's fixed frame (header, footer, next call).
 BUDGET_SLACK_TOKENS = 300
+_MEMORY = MemoryFiles("obsidian-mcp/memory.jsonl")
+# What the tools may write: the memory page, the scratch note, and every file of the
+# memory writers' folder. The legacy memory file is not among them: it is only read.
+WRITABLE = [Path(_MEMORY.view), Path("obsidian-mcp/scratch.md")]
+WRITABLE_FOLDERS = [Path(_MEMORY.folder)]
 
 _BAD_TEXT = re.compile(
     r"Traceback|errors\.pydantic\.dev|validation error for|Input should be|\[type=|"
@@ -224,23 +233,30 @@ def classify(tool: str, arguments: dict[str, Any], is_error: bool, text: str) ->
     return "unexpected" if len(text) > MAX_REPLY_CHARS else "normal"
 
 
-def tree_digest(root: Path, skip: set[Path]) -> str:
-    """Every file's path and content, hashed: the final proof nothing changed."""
+def _skipped(path: Path, skip: set[Path], trees: tuple[Path, ...]) -> bool:
+    return path in skip or any(path.is_relative_to(tree) for tree in trees)
+
+
+def tree_digest(root: Path, skip: set[Path], trees: tuple[Path, ...] = ()) -> str:
+    """Every file's path and content, hashed: the final proof nothing changed. `skip`
+    leaves paths out, `trees` folders with everything in them."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path not in skip:
+        if path.is_file() and not _skipped(path, skip, trees):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def tree_stamp(root: Path, skip: set[Path]) -> list[tuple[str, int, int]]:
+def tree_stamp(
+    root: Path, skip: set[Path], trees: tuple[Path, ...] = ()
+) -> list[tuple[str, int, int]]:
     """Every entry's path, size and modification time in nanoseconds: any write changes
     one of them, and checking it after each call costs far less than hashing."""
     return [
         (str(path), st.st_size, st.st_mtime_ns)
         for path in sorted(root.rglob("*"))
-        if path not in skip and not path.is_symlink()
+        if not _skipped(path, skip, trees) and not path.is_symlink()
         for st in (path.stat(),)
     ]
 
@@ -270,22 +286,32 @@ class Tally:
 class Guard:
     """The vault and the canary beside it, as they must stay."""
 
-    def __init__(self, vault: Path, canary: Path, writable: list[Path]) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        canary: Path,
+        writable: list[Path],
+        writable_folders: list[Path] | None = None,
+    ) -> None:
+        """`writable`: files the tools may write; `writable_folders`: folders whose every
+        file they may write (the memory writers' folder; by default `WRITABLE_FOLDERS`)."""
         self.vault, self.canary = vault, canary
         self.skip = {vault / p for p in writable}
-        # The folder holding the two writable files appears on first write; it is theirs.
+        # The folder holding the writable files appears on first write; it is theirs.
         self.skip |= {vault / p.parent for p in writable}
-        self.vault_digest = tree_digest(vault, self.skip)
-        self.vault_stamp = tree_stamp(vault, self.skip)
+        folders = WRITABLE_FOLDERS if writable_folders is None else writable_folders
+        self.trees = tuple(vault / p for p in folders)
+        self.vault_digest = tree_digest(vault, self.skip, self.trees)
+        self.vault_stamp = tree_stamp(vault, self.skip, self.trees)
         self.canary_bytes = canary.read_bytes()
 
     def changed(self, *, thorough: bool = False) -> str | None:
         if self.canary.read_bytes() != self.canary_bytes:
             return "the canary beside the vault changed"
-        if tree_stamp(self.vault, self.skip) != self.vault_stamp or (
-            thorough and tree_digest(self.vault, self.skip) != self.vault_digest
+        if tree_stamp(self.vault, self.skip, self.trees) != self.vault_stamp or (
+            thorough and tree_digest(self.vault, self.skip, self.trees) != self.vault_digest
         ):
-            return "the vault changed outside the memory file and the scratch note"
+            return "the vault changed outside the memory files and the scratch note"
         return None
 
 
@@ -380,7 +406,6 @@ def run_fuzz(server: Any, guard: Guard, examples: int, tally: Tally | None = Non
 
 
 FIXTURE_VAULT = Path(__file__).resolve().parent.parent / "fixtures" / "vault"
-WRITABLE = [Path("obsidian-mcp/memory.jsonl"), Path("obsidian-mcp/scratch.md")]
 STANDIN_VERSION = "5.1.0"
 
 

@@ -31,6 +31,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.fixture_vault import copy_fixture_vault
+from tests.memory_files import memory_lines as raw_memory_lines
 from tests.standin.process import terminate
 
 _SERVE_HTTP = (sys.executable, "-m", "obsidian_mcp", "serve", "--http")
@@ -194,9 +195,9 @@ async def concurrent_remembers(url: str, token: str, clients: int, each: int) ->
 
 
 def memory_lines(vault: Path) -> list[dict[str, object]]:
-    file = vault / "obsidian-mcp" / "memory.jsonl"
-    lines = file.read_text("utf-8").splitlines() if file.exists() else []
-    return [json.loads(line) for line in lines if line]
+    """Every line of every memory file (each writer's, the legacy one, conflict copies),
+    each of which must be JSON."""
+    return [json.loads(line) for line in raw_memory_lines(vault)]
 
 
 def _describe(name: str, result: LoadResult) -> str:
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None, out: IO[str] = sys.stdout) -> int:
             expected = args.remember_clients * args.remembers
             print(
                 _describe(f"{args.remember_clients} clients remembering", remembered)
-                + f"; {stored} of {expected} memories in the file",
+                + f"; {stored} of {expected} memories in the files",
                 file=out,
             )
             in_log = server.stderr().count(server.token)

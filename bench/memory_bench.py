@@ -9,7 +9,11 @@ the MCP tool layer (an in-process client), by words (OBSIDIAN_MEMORY_MEANING=fal
 the background embedding of 100,000 memories does not run under the timings); then the
 first recall of a NEW process (the index read from its cache), by tags, by query and by time
 range, with meaning on as a user has it; then the same through the stand-in Local REST API.
-The second measures recall by meaning: hit rate of paraphrased queries
+It does so for both layouts the store reads: the entries in the single file of earlier
+versions (`obsidian-mcp/memory.jsonl`, rows named "folder, ..." and "stand-in, ..."), and
+spread over the files of `WRITERS` writers of other devices in `obsidian-mcp/memory/`, as
+sync leaves them (rows named "folder, 4 files, ..."); remembers go to the process's own
+file in both. The second measures recall by meaning: hit rate of paraphrased queries
 (`bench/memory_recall_set.py`) over 1,000 memories, by words only and with meaning, and
 remember/recall medians with the model. Each prints one table.
 """
@@ -35,6 +39,7 @@ from mcp import Client
 from bench.memory_recall_set import PAIRS, distractors
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Embedder
+from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.index import terms
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.memory.store import MemoryStore
@@ -45,6 +50,10 @@ from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
 MEMORY = "obsidian-mcp/memory.jsonl"
+# The writers' files of the second layout: other devices' (a process folds only its own
+# device's), each holding every WRITERS-th entry, as several devices writing one at a
+# time leave them.
+WRITERS = ["benchdeva-0-3", "benchdeva-1-0", "benchdevb-0-12", "benchdevc-2-1"]
 
 
 def shared_model() -> Embedder:
@@ -70,20 +79,39 @@ _QUERY_WORDS = _WORDS[20:400]
 Row = tuple[str, str, float, float]  # (source, operation, median ms, p95 ms)
 
 
-def build_file(target: Path, entries: int) -> None:
+def entry_lines(entries: int) -> list[str]:
     rng = random.Random(7)
     ids = IdMaker(random.Random(8))
     start = datetime.now(UTC) - timedelta(days=365)
     step = timedelta(days=365) / entries
+    lines: list[str] = []
+    for n in range(entries):
+        ts = start + step * n
+        words = rng.choices(_WORDS, weights=_WEIGHTS, k=rng.randint(8, 30))
+        content = " ".join(words).capitalize() + "."
+        tags = tuple(sorted(set(rng.choices(_TAGS, k=rng.randint(1, 3)))))
+        why = " ".join(rng.choices(_WORDS, weights=_WEIGHTS, k=6))
+        lines.append(encode(Memory(ids.make(ts), ts, f"{content} ({n})", tags, why)))
+    return lines
+
+
+def build_file(target: Path, entries: int) -> None:
+    """The legacy layout: every entry in the single file of earlier versions."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", encoding="utf-8") as out:
-        for n in range(entries):
-            ts = start + step * n
-            words = rng.choices(_WORDS, weights=_WEIGHTS, k=rng.randint(8, 30))
-            content = " ".join(words).capitalize() + "."
-            tags = tuple(sorted(set(rng.choices(_TAGS, k=rng.randint(1, 3)))))
-            why = " ".join(rng.choices(_WORDS, weights=_WEIGHTS, k=6))
-            out.write(encode(Memory(ids.make(ts), ts, f"{content} ({n})", tags, why)))
+    target.write_text("".join(entry_lines(entries)), "utf-8")
+
+
+def build_writer_files(vault: Path, entries: int) -> list[Path]:
+    """The writers' layout: the same entries dealt out over the files of `WRITERS`."""
+    folder = vault / MemoryFiles(MEMORY).folder
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = entry_lines(entries)
+    paths: list[Path] = []
+    for n, name in enumerate(WRITERS):
+        path = folder / f"{name}.jsonl"
+        path.write_text("".join(lines[n :: len(WRITERS)]), "utf-8")
+        paths.append(path)
+    return paths
 
 
 def settle(samples: list[float]) -> tuple[float, float]:
@@ -163,45 +191,68 @@ def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
     return rows
 
 
+# Row names of each layout: "folder, domain" for the legacy file; "folder, 4 files,
+# domain" for the writers' files.
+LAYOUTS = {"legacy": "", "writers": f"{len(WRITERS)} files, "}
+
+
 async def run(entries: int, runs: int) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        os.environ["XDG_CACHE_HOME"] = str(root / "cache")  # the index cache, for children too
-        vault = root / "vault"
-        started = time.perf_counter()
-        build_file(vault / MEMORY, entries)
-        print(f"built {entries:,} entries ({(vault / MEMORY).stat().st_size / 1e6:.1f} MB) "
-              f"in {time.perf_counter() - started:.1f} s")
-        folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None,
-                          memory_meaning=False)
-        async with app_lifespan(folder) as state:
-            rows += await measure_store(state.require().memory, "folder, domain", runs)
-        rows += await measure_tools(folder, "folder, MCP tool", runs)
-        rows += new_process_rows("folder, new process",
-                                 {"vault_path": vault, "config_dir": root / "cfg"})
+        for layout in LAYOUTS:
+            rows += await run_layout(root / layout, layout, entries, runs)
+    return rows
 
-        rest_vault = root / "rest-vault"
-        (rest_vault / MEMORY).parent.mkdir(parents=True)
-        shutil.copy(vault / MEMORY, rest_vault / MEMORY)
-        async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
-            rest_values: dict[str, object] = {
-                "api_key": standin.api_key, "host": "127.0.0.1", "port": standin.port,
-                "cert": standin.cert, "config_dir": root / "cfg", "request_timeout": 60,
-                "retry_budget": 120,
-            }
-            rest = Settings.model_validate({**rest_values, "memory_meaning": False})
-            async with app_lifespan(rest) as state:
-                services = state.require()
-                rows += await measure_store(services.memory, "stand-in, domain", runs)
-                # Every recall re-reads the file (no staleness window): the price of the
-                # plugin having no stat or range read for a .jsonl file.
-                always = MemoryStore(services.vault, MEMORY, max_staleness=0)
+
+async def run_layout(root: Path, layout: str, entries: int, runs: int) -> list[Row]:
+    """Every measurement over one layout of the entries, in a folder of its own (vault,
+    stand-in vault, config and caches)."""
+    rows: list[Row] = []
+    name = LAYOUTS[layout]
+    os.environ["XDG_CACHE_HOME"] = str(root / "cache")  # the index cache, for children too
+    pristine = root / "pristine"
+    started = time.perf_counter()
+    if layout == "legacy":
+        build_file(pristine / MEMORY, entries)
+    else:
+        build_writer_files(pristine, entries)
+    built = sum(path.stat().st_size for path in pristine.rglob("*.jsonl"))
+    print(f"built {entries:,} entries ({built / 1e6:.1f} MB, {layout} layout) "
+          f"in {time.perf_counter() - started:.1f} s")
+    vault, rest_vault = root / "vault", root / "rest-vault"
+    shutil.copytree(pristine, vault)
+    shutil.copytree(pristine, rest_vault)
+    folder = Settings(vault_path=vault, config_dir=root / "cfg", api_key=None,
+                      memory_meaning=False)
+    async with app_lifespan(folder) as state:
+        rows += await measure_store(state.require().memory, f"folder, {name}domain", runs)
+    rows += await measure_tools(folder, f"folder, {name}MCP tool", runs)
+    rows += new_process_rows(f"folder, {name}new process",
+                             {"vault_path": vault, "config_dir": root / "cfg"})
+
+    async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
+        rest_values: dict[str, object] = {
+            "api_key": standin.api_key, "host": "127.0.0.1", "port": standin.port,
+            "cert": standin.cert, "config_dir": root / "cfg", "request_timeout": 60,
+            "retry_budget": 120,
+        }
+        rest = Settings.model_validate({**rest_values, "memory_meaning": False})
+        async with app_lifespan(rest) as state:
+            services = state.require()
+            rows += await measure_store(services.memory, f"stand-in, {name}domain", runs)
+            # Every recall re-reads the files (no staleness window): the price of the
+            # plugin having no stat or range read for a .jsonl file.
+            always = MemoryStore(services.vault, MEMORY, max_staleness=0,
+                                 config_dir=root / "cfg")
+            try:
                 await always.recall(limit=1)
                 fresh = await timed(max(runs // 5, 5), lambda n: always.recall(tags=["bench"]))
-                rows.append(("stand-in, domain", "recall, file re-read each time", *fresh))
-            rows += await measure_tools(rest, "stand-in, MCP tool", runs)
-            rows += new_process_rows("stand-in, new process", rest_values)
+            finally:
+                always.close()
+            rows.append((f"stand-in, {name}domain", "recall, file re-read each time", *fresh))
+        rows += await measure_tools(rest, f"stand-in, {name}MCP tool", runs)
+        rows += new_process_rows(f"stand-in, {name}new process", rest_values)
     return rows
 
 
@@ -223,9 +274,9 @@ async def run_meaning(total: int) -> None:
         root = Path(scratch)
         memory_file(root / "vault" / MEMORY, memories)
         vault = Vault(None, FolderSource(root / "vault"))
-        words = MemoryStore(vault, MEMORY)
+        words = MemoryStore(vault, MEMORY, config_dir=root / "cfg")
         meaning = MemoryStore(vault, MEMORY, cache=root / "cache.sqlite",
-                              embedder=shared_model)
+                              embedder=shared_model, config_dir=root / "cfg")
         began = time.perf_counter()
         await meaning.catch_up_meaning()
         embed_seconds = time.perf_counter() - began
@@ -247,6 +298,8 @@ async def run_meaning(total: int) -> None:
             query=PAIRS[n % len(PAIRS)][2], tags=PAIRS[n % len(PAIRS)][1][:1]))
         remember = await timed(30, lambda n: meaning.remember(
             f"bench memory {n} {time.time()}", ["bench"], ""))
+        words.close()
+        meaning.close()
     print(f"\n{len(PAIRS)} paraphrased queries ({disjoint} share no content word with their "
           f"memory) over {total:,} memories; model {shared_model().model_id}")
     print(f"{'ranking':<16} {'hit@1':>8} {'hit@5':>8}")
@@ -276,10 +329,11 @@ def main() -> None:
         return
     rows = anyio.run(run, args.entries, args.runs)
     logging.getLogger().setLevel(logging.WARNING)
-    print(f"\n{'source':<20} {'operation':<32} {'median ms':>10} {'p95 ms':>10}")
+    width = max([20, *(len(source) for source, *_ in rows)])
+    print(f"\n{'source':<{width}} {'operation':<32} {'median ms':>10} {'p95 ms':>10}")
     for source, operation, median, p95 in rows:
         p95_text = "" if p95 != p95 else f"{p95:10.2f}"  # NaN: a single measurement
-        print(f"{source:<20} {operation:<32} {median:>10.2f} {p95_text:>10}")
+        print(f"{source:<{width}} {operation:<32} {median:>10.2f} {p95_text:>10}")
 
 
 if __name__ == "__main__":

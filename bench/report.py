@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.ablation import ablation_table
+from bench.definitions import (
+    BEFORE,
+    BEFORE_COMMIT,
+    BEFORE_MEMORY_ONLY,
+    Definitions,
+    tokens_of,
+)
 from bench.harness import markdown_table
 
 ECONOMY_CHART = "context-economy.png"
@@ -161,6 +168,44 @@ def _first_response_targets(economy: dict[str, Any]) -> list[Target]:
     return targets
 
 
+# Tool definitions issue (19): tools/list plus instructions, in tokens.
+DEFINITIONS_TOKENS = 2500
+INSTRUCTIONS_TOKENS = 400
+MEMORY_ONLY_TOKENS = 800
+
+
+def _definitions_targets(economy: dict[str, Any]) -> list[Target]:
+    found = economy.get("definitions", {}).get("semantic")
+    if found is None:
+        return []
+    every = Definitions(**found)
+    memory = Definitions(**economy["memory_only_definitions"])
+    instructions = tokens_of(every.instructions)
+    return [
+        Target(
+            "19.1",
+            f"tools/list + instructions, every tool ({len(every.tools)}), tokens",
+            f"<= {DEFINITIONS_TOKENS:,}",
+            f"{every.tokens:,} (before: {BEFORE.tokens:,})",
+            every.tokens <= DEFINITIONS_TOKENS,
+        ),
+        Target(
+            "19.1",
+            "instructions, tokens",
+            f"<= {INSTRUCTIONS_TOKENS}",
+            f"{instructions:,} (before: {tokens_of(BEFORE.instructions):,})",
+            instructions <= INSTRUCTIONS_TOKENS,
+        ),
+        Target(
+            "19.1",
+            "OBSIDIAN_TOOLS=memory: tools/list + instructions, tokens",
+            f"<= {MEMORY_ONLY_TOKENS}",
+            f"{memory.tokens:,} (before: {BEFORE_MEMORY_ONLY.tokens:,})",
+            memory.tokens <= MEMORY_ONLY_TOKENS,
+        ),
+    ]
+
+
 def _semantic_rows(scale: Sequence[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
     return {
         (run["notes"], run["source"]): tool
@@ -260,6 +305,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
     found: list[Target] = [
         *_retrieval_targets(economy),
         *_first_response_targets(economy),
+        *_definitions_targets(economy),
         *_scale_targets(results["scale"]),
         *_memory_targets(results["memory"]),
         Target(
@@ -464,6 +510,8 @@ def _economy_section(economy: dict[str, Any]) -> str:
         "",
         f"![tokens against hit rate]({ECONOMY_CHART})",
     ]
+    parts += ["", *_conversation_section(economy)]
+    parts += ["", *_definitions_section(economy)]
     parts += ["", *_slices_section(economy)]
     parts += [
         "",
@@ -476,6 +524,86 @@ def _economy_section(economy: dict[str, Any]) -> str:
         economy["quality_markdown"].removeprefix("## Retrieval quality and context cost\n"),
     ]
     return "\n".join(parts)
+
+
+def _conversation_cells(costs: dict[str, Any] | None) -> list[str]:
+    if costs is None:
+        return [PEER_SKIPPED] * 3
+    two = costs["two_calls"]
+    return [
+        f"{costs['definitions']:,} ({costs['tools']} tools)",
+        f"{_num(costs['one_call'])} (replies {_num(costs['one_call_replies'])})",
+        f"{_num(two)} (replies {_num(costs['two_call_replies'])}; "
+        f"{costs['two_call_questions']} questions)"
+        if two is not None
+        else "no question took two calls",
+    ]
+
+
+def _conversation_section(economy: dict[str, Any]) -> list[str]:
+    costs = economy.get("conversations", {})
+    if "semantic" not in costs:
+        return []
+    ours, peer = _conversation_cells(costs["semantic"]), _conversation_cells(costs.get("peer"))
+    labels = [
+        "tool definitions: tools/list + instructions",
+        "one call: 2 requests x definitions + the reply",
+        "two calls: 3 requests x definitions + both replies",
+    ]
+    return [
+        "### What a conversation costs: the definitions with every request, plus the replies",
+        "",
+        "A client sends the tool definitions (the `tools/list` result as `json.dumps` writes "
+        "it, plus the server's instructions) with every request, and a conversation of n "
+        "tool calls makes n + 1 requests. Tokens, characters / 4; replies are medians over "
+        "the questions (two calls: over those whose conversation took two). This server: "
+        "`vault_semantic_query`, then the read it suggests on a miss (the `semantic` "
+        "strategy); the peer: its simple search, then the top file. Both measured in this "
+        "run, through the same MCP client.",
+        "",
+        markdown_table(["", "this server", "mcp-obsidian"], zip(labels, ours, peer, strict=True)),
+    ]
+
+
+def _chars_tokens(characters: int | None) -> str:
+    return "none" if characters is None else f"{characters:,} ({tokens_of(characters):,})"
+
+
+def _definitions_section(economy: dict[str, Any]) -> list[str]:
+    found = economy.get("definitions", {}).get("semantic")
+    if found is None:
+        return []
+    after = Definitions(**found)
+    memory = Definitions(**economy["memory_only_definitions"])
+    names = list(dict.fromkeys([*BEFORE.tools, *after.tools]))
+    rows = [
+        [f"`{name}`", _chars_tokens(BEFORE.tools.get(name)), _chars_tokens(after.tools.get(name))]
+        for name in names
+    ]
+    rows += [
+        [
+            "tools/list (the whole result)",
+            _chars_tokens(BEFORE.tools_list),
+            _chars_tokens(after.tools_list),
+        ],
+        ["instructions", _chars_tokens(BEFORE.instructions), _chars_tokens(after.instructions)],
+        ["**total**", _chars_tokens(BEFORE.total), _chars_tokens(after.total)],
+        [
+            "`OBSIDIAN_TOOLS=memory`: total",
+            _chars_tokens(BEFORE_MEMORY_ONLY.total),
+            _chars_tokens(memory.total),
+        ],
+    ]
+    return [
+        "### Tool definitions, per tool: characters (tokens)",
+        "",
+        f"Before: measured the same way at commit {BEFORE_COMMIT}, before issue 19 "
+        "(recorded in `bench/definitions.py`; there was no `OBSIDIAN_TOOLS` then, so the "
+        "memory tools alone came with the whole instructions). This run: every tool, and "
+        "the memory family alone. `python -m bench.definitions` prints this run's column.",
+        "",
+        markdown_table(["definition", f"before ({BEFORE_COMMIT})", "this run"], rows),
+    ]
 
 
 def _slices_section(economy: dict[str, Any]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Command line: serve (stdio or HTTP MCP), call one tool, index, doctor, trust, model fetch.
+"""Command line: serve (stdio or HTTP MCP), call one tool, index, memory, doctor, trust,
+model fetch.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -29,8 +30,10 @@ from obsidian_mcp.http_transport import (
     serve_http,
 )
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
+from obsidian_mcp.memory.model import encode
+from obsidian_mcp.memory.render import format_memory
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
+from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.validation import describe_invalid_arguments
 
@@ -168,6 +171,39 @@ async def _index(settings: Settings) -> int:
         f"{int(str(status['bytes_on_disk'])) / 1e6:.1f} MB"
     )
     return 0
+
+
+async def _memory(settings: Settings, args: argparse.Namespace) -> int:
+    """What the agent remembers, for a person without an agent: list, forget, export."""
+    async with build_http_client(settings) as http:
+        vault, note = await open_vault(settings, http)
+        if vault is None:
+            print(f"No vault: {note}", file=sys.stderr)
+            return 1
+        store = open_memory(settings, vault, None)
+        try:
+            if args.memory_command == "forget":
+                forgotten = await store.forget(args.id)
+                print(f"Forgot {forgotten.id}: {forgotten.content}")
+                await store.write_view()
+                return 0
+            memories = await store.export(include_superseded=args.all)
+            if args.memory_command == "export":
+                for memory in memories:
+                    sys.stdout.write(encode(memory))
+                return 0
+            now = store.now()
+            for memory in memories:
+                if args.scope is None or memory.scope in (None, args.scope.lower()):
+                    print(format_memory(memory, now))
+            print(f"{len(memories)} memories; the page {store.files.view} shows them by "
+                  "scope and tag.", file=sys.stderr)
+            return 0
+        except VaultError as exc:
+            print(f"obsidian-mcp memory: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            store.close()
 
 
 async def _doctor(settings: Settings) -> int:
@@ -310,6 +346,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     trust.add_argument("--yes", action="store_true", help="store without asking")
 
+    memory = commands.add_parser(
+        "memory",
+        help="list, forget or export what the agent remembers",
+        description="What the agent remembers, without an agent: list the current memories "
+        "(with ids), forget one by id (for good, on every device once synced), or export them "
+        "as JSON lines. Reads the vault folder, else Obsidian's REST API.",
+    )
+    memory.add_argument("--vault", type=Path, help=vault_help)
+    memory_commands = memory.add_subparsers(dest="memory_command", required=True)
+    listing = memory_commands.add_parser("list", help="current memories, newest last")
+    listing.add_argument("--scope", help="one scope's memories and the shared ones")
+    listing.add_argument("--all", action="store_true", help="superseded memories too")
+    forget = memory_commands.add_parser("forget", help="forget one memory by its id")
+    forget.add_argument("id", help="the memory's id, as list shows it")
+    export = memory_commands.add_parser("export", help="current memories as JSON lines")
+    export.add_argument("--all", action="store_true", help="superseded memories too")
+
     model = commands.add_parser("model", help="manage the embedding model")
     model_commands = model.add_subparsers(dest="model_command", required=True)
     fetch = model_commands.add_parser(
@@ -341,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = anyio.run(_index, settings)
     elif args.command == "doctor":
         code = anyio.run(_doctor, settings)
+    elif args.command == "memory":
+        code = anyio.run(_memory, settings, args)
     elif args.command == "model":
         code = _fetch(settings, args.name)
     else:

@@ -7,14 +7,34 @@ rewriting their client configuration.
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from obsidian_mcp.limits import excerpt
 
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
 # table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
 StageName = Literal["keyword", "dense", "semantic", "seats", "cutting"]
+
+# The tool families OBSIDIAN_TOOLS picks from, and their tools. Clients send every listed
+# tool's definition with every request, so a client that only remembers and searches
+# should not pay for the rest. `edit` is reserved for the editing tools.
+ToolFamily = Literal["search", "read", "memory", "scratch", "edit"]
+TOOL_FAMILIES: dict[ToolFamily, tuple[str, ...]] = {
+    "search": (
+        "vault_semantic_query",
+        "vault_smart_search",
+        "vault_quick_context",
+        "vault_find_related",
+        "vault_search_map",
+    ),
+    "read": ("vault_read_note", "vault_peek_file", "vault_tree"),
+    "memory": ("vault_remember", "vault_recall", "vault_forget"),
+    "scratch": ("vault_scratch_append",),
+    "edit": (),
+}
 
 
 def default_config_dir() -> Path:
@@ -95,6 +115,13 @@ class Settings(BaseSettings):
         default="obsidian-mcp/memory.jsonl",
         description="Vault path of the memory file. Not hidden, so Obsidian and sync see it.",
     )
+    memory_device: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]{1,32}$",
+        description="This installation's name in the memory files' names (lower-case "
+        "letters and digits). Default: a random id kept in the config folder; set it where "
+        "that folder does not last (a container started afresh each time).",
+    )
     memory_meaning: bool = Field(
         default=True,
         description="Rank recalled memories by meaning too, with the local embedding model "
@@ -155,6 +182,16 @@ class Settings(BaseSettings):
         description="Where `obsidian-mcp model fetch` downloads from (the Hugging Face hub "
         "URL layout: <url>/<name>/resolve/main/<file>); a mirror works too.",
     )
+    tools: Annotated[frozenset[ToolFamily], NoDecode] = Field(
+        default=frozenset(TOOL_FAMILIES),
+        description="The tool families a client sees, comma-separated (default: all of "
+        "them): "
+        + "; ".join(
+            f"{family} ({', '.join(names) if names else 'reserved for the editing tools'})"
+            for family, names in TOOL_FAMILIES.items()
+        )
+        + ". The server's instructions mention only the tools listed.",
+    )
     stages_off: frozenset[StageName] = Field(
         default=frozenset(),
         description='Retrieval stages to switch off, as JSON (e.g. ["seats"]; [] runs them '
@@ -197,6 +234,28 @@ class Settings(BaseSettings):
         description="Rank passages by meaning with the local embedding model (vectors kept in "
         "the passage index). false: keywords and the other semantic sources only.",
     )
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_families(cls, value: object) -> object:
+        """`search,memory` from the environment; a family it does not know is refused with
+        the ones it does."""
+        if not isinstance(value, str):
+            return value
+        names = [name.strip().lower() for name in value.split(",") if name.strip()]
+        unknown = [name for name in names if name not in TOOL_FAMILIES]
+        known = ", ".join(TOOL_FAMILIES)
+        if unknown:
+            named = ", ".join(excerpt(name) for name in unknown)
+            raise ValueError(f"there is no tool family {named}; the families are {known}.")
+        if not names:
+            raise ValueError(f"name at least one tool family, comma-separated: {known}.")
+        return frozenset(names)
+
+    @property
+    def listed_tools(self) -> frozenset[str]:
+        """The names of the tools in the families OBSIDIAN_TOOLS lists."""
+        return frozenset(name for family in self.tools for name in TOOL_FAMILIES[family])
 
     @property
     def base_url(self) -> str:

@@ -2,7 +2,8 @@
 
 Every argument is bounded so that no call can make the server work or answer without
 limit: a 2 MB topic or a 20,000-word query once took minutes and answered megabytes.
-The tools state these limits in their parameter descriptions.
+The tools' input schemas state these limits (maxLength, maxItems, maximum), which the
+model reads; the descriptions do not repeat them.
 """
 
 import unicodedata

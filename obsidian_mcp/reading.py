@@ -285,4 +285,4 @@ async def append_scratch(vault: Vault, scratch_path: str, text: str, now: dateti
             f"{MAX_SCRATCH_CHARS} per entry. Split it, or write a proper note."
         )
     stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return await vault.append(scratch_path, f"\n### {stamp}\n\n{body}\n")
+    return await vault.append_entry(scratch_path, f"\n### {stamp}\n\n{body}\n")

@@ -61,6 +61,9 @@ def describe_error(error: ErrorDetails, model_schema: Schema, prefix: str = "") 
     kind = error["type"]
     if kind == "missing":
         return f"{name} is required; add it ({_expected(schema)})."
+    if kind == "value_error":
+        # A validator's own sentence, which names what is accepted (OBSIDIAN_TOOLS).
+        return f"{name}: {error.get('ctx', {}).get('error', error['msg'])}"
     if len(location) > 1 and location[1].isdigit():
         item = cast(Schema, schema.get("items", {}))
         for option in cast(list[Schema], schema.get("anyOf", [])):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import anyio
 import anyio.to_thread
 
 from obsidian_mcp.errors import (
@@ -58,6 +59,12 @@ class NoVaultConfigured(VaultError):
         )
 
 
+# Through REST alone an appended entry is checked this many times, this long after its
+# POST: a racing writer's write-back lands within milliseconds on a desktop.
+_ENTRY_ATTEMPTS = 3
+_ENTRY_SETTLE_SECONDS = 0.1
+
+
 def _under_any(path: str, links: set[str]) -> bool:
     return any(path == link or path.startswith(link + "/") for link in links)
 
@@ -70,7 +77,10 @@ class Vault:
         *,
         selection_note: str = "",
         outage_seconds: float = OUTAGE_SECONDS,
+        generated: frozenset[str] = frozenset(),
     ) -> None:
+        """`generated`: notes this server writes for the user to read (the memory view):
+        never listed among the notes, so never indexed or searched."""
         if live is None and disk is None:
             raise NoVaultConfigured(selection_note or "nothing is configured.")
         self._live: Source = live if live is not None else disk  # type: ignore[assignment]
@@ -80,6 +90,9 @@ class Vault:
         self._outage_until = -float("inf")  # monotonic time until which Obsidian is skipped
         # Writes made through this vault; caches of the vault's notes re-list when it moves.
         self.writes = 0
+        self._generated = generated
+        # One entry appended at a time by this process (see `append_entry`).
+        self._entries = anyio.Lock()
 
     @property
     def live(self) -> Source:
@@ -182,6 +195,8 @@ class Vault:
         # suggestions too (one scan of the folder: about 56 ms at 10,000 notes, measured
         # with FolderSource.refused_paths on the bench machine).
         stats = await self._read_op(lambda source: source.note_stats())
+        for path in self._generated:
+            stats.pop(path, None)
         links = await self._refused_on_disk()
         if not links:
             return stats
@@ -206,6 +221,7 @@ class Vault:
 
     async def search_text(self, query: str, context_length: int = 100) -> list[TextSearchHit]:
         hits = await self._read_op(lambda source: source.search_text(query, context_length))
+        hits = [hit for hit in hits if hit.path not in self._generated]
         if self._disk is None or not self._rest_beside_disk:
             return hits
         # A few hits: checking each on disk is cheaper than scanning the vault for links.
@@ -236,3 +252,31 @@ class Vault:
         path = normalize_vault_path(raw_path)
         await self._write_op(lambda source: source.append(path, content))
         return path
+
+    async def append_entry(self, raw_path: str, content: str) -> str:
+        """Append an entry to a note that several writers append to at once (the scratch
+        note). The plugin's POST reads the whole note and writes it back, so two at once
+        keep one (`appendFileContent`): with the folder known the entry is appended on disk
+        instead (one write under a lock; Obsidian reloads the note). Through REST alone
+        nothing can make it atomic: the note is read back a moment later and the entry sent
+        again while it is missing, which shrinks the loss but cannot remove it."""
+        path = normalize_vault_path(raw_path)
+        async with self._entries:
+            if self._disk is not None:
+                try:
+                    await self._disk.append(path, content)
+                finally:
+                    self.writes += 1
+                return path
+            for _ in range(_ENTRY_ATTEMPTS):
+                await self.append(path, content)
+                await anyio.sleep(_ENTRY_SETTLE_SECONDS)
+                if content.strip() in (await self.read_note(path)).content:
+                    return path
+                logger.warning("an entry appended to %s was overwritten by another writer; "
+                               "sending it again", path)
+        raise VaultError(
+            f"The entry appended to {path} was overwritten by another writer "
+            f"{_ENTRY_ATTEMPTS} times. Try again; set OBSIDIAN_VAULT_PATH so that appends "
+            "go to the vault folder, where they cannot be lost."
+        )

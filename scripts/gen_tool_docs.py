@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from mcp.types import Tool
+from mcp.types import Tool, ToolAnnotations
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
@@ -63,16 +63,22 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def effective_hints(hints: ToolAnnotations) -> tuple[bool, bool, bool, bool]:
+    """(read-only, destructive, idempotent, open-world) as a client reads a tool's hints:
+    the MCP specification's default for a hint left out, and a read-only tool neither
+    destructive nor with any effect when repeated (the server sends only what a client
+    could not assume: `compact_annotations`)."""
+    read_only = hints.read_only_hint is True
+    destructive = not read_only and hints.destructive_hint is not False
+    idempotent = read_only or hints.idempotent_hint is True
+    return read_only, destructive, idempotent, hints.open_world_hint is not False
+
+
 def _annotations(tool: Tool) -> str:
-    hints = tool.annotations
-    if hints is None:
+    if tool.annotations is None:
         return "no annotations"
-    flags = (
-        ("read-only", hints.read_only_hint),
-        ("destructive", hints.destructive_hint),
-        ("idempotent", hints.idempotent_hint),
-        ("open-world", hints.open_world_hint),
-    )
+    names = ("read-only", "destructive", "idempotent", "open-world")
+    flags = zip(names, effective_hints(tool.annotations), strict=True)
     return ", ".join(f"{name}: {'yes' if value else 'no'}" for name, value in flags)
 
 
@@ -86,9 +92,7 @@ def render_reference(tools: list[Tool]) -> str:
     for tool in tools:
         schema = tool.input_schema
         required = set(schema.get("required", []))
-        lines += ["", f"## `{tool.name}`", ""]
-        if tool.title:
-            lines += [f"**{tool.title}** · {_annotations(tool)}", ""]
+        lines += ["", f"## `{tool.name}`", "", _annotations(tool), ""]
         lines += [tool.description or "", ""]
         properties: dict[str, dict[str, Any]] = schema.get("properties", {})
         if not properties:
@@ -112,7 +116,7 @@ def render_table(tools: list[Tool]) -> str:
         names = [
             f"**{name}**" if name in required else name for name in schema.get("properties", {})
         ]
-        lines.append(f"| `{tool.name}` | {_cell(tool.title or '')} | {', '.join(names)} |")
+        lines.append(f"| `{tool.name}` | {_cell(tool.description or '')} | {', '.join(names)} |")
     lines.append(TABLE_END)
     return "\n".join(lines)
 

@@ -32,7 +32,9 @@ def failures(spec: dict[str, Any], required: bool) -> list[tuple[str, object]]:
     cases: list[tuple[str, object]] = []
     if required:
         cases.append(("missing", ...))
-    if not nullable:
+    # An optional parameter the schema gives no default takes null: the tool's default.
+    takes_null = nullable or not (required or "default" in spec)
+    if not takes_null:
         cases.append(("null", None))
     if "enum" in concrete:
         cases.append(("not one of the choices", "yesterday"))

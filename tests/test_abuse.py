@@ -12,7 +12,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import Context
-from mcp.shared.exceptions import MCPError
 from mcp.types import TextResourceContents
 
 from obsidian_mcp.paths import normalize_vault_path
@@ -21,6 +20,7 @@ from obsidian_mcp.server.app import AppState
 from obsidian_mcp.sources.folder import FolderSource
 from tests.conftest import folder_settings, rest_settings
 from tests.fixture_vault import REPO_ROOT
+from tests.memory_files import writer_paths
 from tests.standin.process import StandinProcess
 
 
@@ -122,17 +122,38 @@ async def test_memory_folder_blocked_by_a_file(vault_copy: Path, tmp_path: Path)
 
 @pytest.mark.anyio
 async def test_memory_file_that_is_a_folder(vault_copy: Path, tmp_path: Path) -> None:
+    """A folder where this process's memory file goes: remember says what to move; reading
+    skips it (it holds no memories) and answers."""
+    (tmp_path / "device-id").write_text("dev1\n")
+    (vault_copy / "obsidian-mcp" / "memory" / "dev1-0-0.jsonl").mkdir(parents=True)
+    async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
+        assert_actionable(
+            *await call(client, "vault_remember", content="c", tags=["t"], context=""),
+            "rename or move that folder",
+        )
+        is_error, text = await call(client, "vault_recall")
+        assert not is_error and text.startswith("No memories are stored yet"), text
+        recent = await client.read_resource("obsidian://memory/recent")
+        contents = recent.contents[0]
+        assert isinstance(contents, TextResourceContents)
+        assert "0 memories" in contents.text
+
+
+@pytest.mark.anyio
+async def test_a_folder_where_the_legacy_memory_file_was_is_no_obstacle(
+    vault_copy: Path, tmp_path: Path
+) -> None:
+    """The single file of earlier versions is only read, and a folder in its place holds
+    nothing to read: memories go to this process's own file as always."""
     (vault_copy / "obsidian-mcp" / "memory.jsonl").mkdir(parents=True)
     async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
-        for tool, arguments in (
-            ("vault_remember", {"content": "c", "tags": ["t"], "context": ""}),
-            ("vault_recall", {}),
-        ):
-            assert_actionable(
-                *await call(client, tool, **arguments), "rename or move that folder"
-            )
-        with pytest.raises(MCPError, match="rename or move that folder"):
-            await client.read_resource("obsidian://memory/recent")
+        is_error, text = await call(client, "vault_remember", content="c", tags=["t"])
+        assert not is_error and text.startswith("Remembered as"), text
+        is_error, text = await call(client, "vault_recall", tags=["t"])
+        assert not is_error and text.startswith("1 memory"), text
+    [written] = writer_paths(vault_copy)
+    assert written.read_text("utf-8").count("\n") == 1
+    assert (vault_copy / "obsidian-mcp" / "memory.jsonl").is_dir()
 
 
 @pytest.mark.anyio

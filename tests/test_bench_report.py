@@ -20,6 +20,8 @@ SECTIONS = (
     "# obsidian-mcp benchmark report",
     "## Targets",
     "## Context economy",
+    "### What a conversation costs",
+    "### Tool definitions, per tool",
     "### Answer in the first response, and within two calls, per slice",
     "### Retrieval issue figures",
     "## Ablation: each retrieval stage off in turn",
@@ -51,7 +53,15 @@ def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
     assert "python -m bench --quick --no-peer" in report
     assert PEER_SKIPPED in report and "mcp-obsidian, call 1" not in report
     assert "this server, vault_semantic_query, call 1" in report
-    for row in ("| drill-down |", "| simple+note |", "| original 58 |", "| dev |"):
+    for row in (
+        "| drill-down |",
+        "| simple+note |",
+        "| original 58 |",
+        "| dev |",
+        "| one call: 2 requests x definitions + the reply |",
+        "| `vault_semantic_query` |",
+        "| `OBSIDIAN_TOOLS=memory`: total |",
+    ):
         assert row in report
     for chart in (ECONOMY_CHART, SCALE_CHART):
         assert f"]({chart})" in report

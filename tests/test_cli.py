@@ -1,6 +1,8 @@
 """The command line as a user runs it: call, doctor and trust, as real subprocesses."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +202,29 @@ async def test_the_progress_bar_in_a_log_shows_each_tenth_of_each_phase_once(
         "embedded 4 of 4 texts",
         "stored 3 of 3 vectors",
     ]
+
+
+def test_memory_list_forget_and_export_without_an_agent(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
+           "OBSIDIAN_CACHE_DIR": str(tmp_path / "cache"), "OBSIDIAN_MEMORY_MEANING": "false"}
+    for content, scope in (("Mira moved to Vastry", ""), ("The cellar hides wine", "tamsin")):
+        stored = run_cli("call", "--vault", str(vault), "vault_remember", f"content={content}",
+                         "tags=[\"story\"]", *([f"scope={scope}"] if scope else []), env=env)
+        assert stored.returncode == 0, stored.stderr
+    listed = run_cli("memory", "--vault", str(vault), "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "Mira moved to Vastry" in listed.stdout and "scope tamsin" in listed.stdout
+    wine = re.search(r"^- (\w+) .*scope tamsin", listed.stdout, re.MULTILINE)
+    assert wine is not None
+    forgot = run_cli("memory", "--vault", str(vault), "forget", wine[1], env=env)
+    assert forgot.returncode == 0, forgot.stderr
+    assert forgot.stdout.startswith(f"Forgot {wine[1]}: The cellar hides wine")
+    page = (vault / "obsidian-mcp" / "memory.md").read_text("utf-8")
+    assert "Mira moved to Vastry" in page and "cellar" not in page
+    exported = run_cli("memory", "--vault", str(vault), "export", env=env)
+    assert [json.loads(line)["content"] for line in exported.stdout.splitlines()] == [
+        "Mira moved to Vastry"]
+    again = run_cli("memory", "--vault", str(vault), "forget", wine[1], env=env)
+    assert again.returncode == 1 and "already forgotten" in again.stderr

@@ -4,12 +4,14 @@ A renamed tool or argument breaks every prompt that uses it, so changing one mus
 deliberate edit here.
 """
 
+import re
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from obsidian_mcp.server import build_server
+from scripts.gen_tool_docs import effective_hints
 from tests.conftest import folder_settings
 
 # name -> (required parameters, optional parameters)
@@ -29,8 +31,12 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
     ),
     "vault_find_related": ({"path"}, {"limit", "concise", "format"}),
     "vault_quick_context": ({"topic"}, {"max_tokens", "format"}),
-    # DESIGN.md: content and tags required; context, type and source optional.
-    "vault_remember": ({"content", "tags"}, {"context", "type", "source"}),
+    # DESIGN.md: content and tags required; context, type, source, supersedes, scope and
+    # occurred optional.
+    "vault_remember": (
+        {"content", "tags"},
+        {"context", "type", "source", "supersedes", "scope", "occurred"},
+    ),
     "vault_recall": (
         set(),
         {
@@ -42,6 +48,8 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
             "until",
             "type",
             "limit",
+            "scope",
+            "include_superseded",
             "max_tokens",
             "format",
         },
@@ -56,10 +64,14 @@ EXPECTED_DEFAULTS: dict[str, dict[str, object]] = {
     "vault_find_related": {"limit": 5, "concise": False},
     "vault_tree": {"folder": "", "depth": 2},
     "vault_search_map": {"folder": ""},
-    "vault_remember": {"context": None, "type": None, "source": None},
+    "vault_remember": {"context": None, "type": None, "source": None, "supersedes": None,
+                       "scope": None, "occurred": None},
+    "vault_recall": {"include_superseded": False},
 }
 
-# name -> (readOnly, destructive, idempotent, openWorld)
+# name -> (readOnly, destructive, idempotent, openWorld), as a client reads the hints sent
+# (the specification's default for one left out; a read-only tool is neither destructive
+# nor repeated with effect).
 EXPECTED_ANNOTATIONS: dict[str, tuple[bool, bool, bool, bool]] = {
     # Reads change nothing and touch only the user's own vault (a closed world).
     "vault_read_note": (True, False, True, False),
@@ -101,13 +113,7 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
     for name, expected in EXPECTED_ANNOTATIONS.items():
         annotations = tools[name].annotations
         assert annotations is not None, name
-        actual = (
-            annotations.read_only_hint,
-            annotations.destructive_hint,
-            annotations.idempotent_hint,
-            annotations.open_world_hint,
-        )
-        assert actual == expected, name
+        assert effective_hints(annotations) == expected, name
     for name, defaults in EXPECTED_DEFAULTS.items():
         properties = tools[name].input_schema["properties"]
         assert {key: properties[key].get("default") for key in defaults} == defaults, name
@@ -116,7 +122,8 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
         # Docstring indentation is tokens every client pays for in every session.
         assert "\n " not in tool.description, tool.name
         for prop, spec in tool.input_schema["properties"].items():
-            assert spec.get("description"), f"{tool.name}.{prop} has no description"
+            # An enum's values say what it takes (format: markdown or json).
+            assert spec.get("description") or spec.get("enum"), f"{tool.name}.{prop}"
 
 
 def _limits(spec: dict[str, object]) -> list[object]:
@@ -137,14 +144,23 @@ def _limits(spec: dict[str, object]) -> list[object]:
 
 @pytest.mark.anyio
 async def test_every_argument_is_bounded_and_says_so(tmp_path: Path) -> None:
-    """No argument may be unbounded (a 2 MB topic once answered 4 MB), and the model reads
-    each limit in the parameter's description."""
-    async with Client(build_server(folder_settings(tmp_path, tmp_path / "config"))) as client:
+    """No argument may be unbounded (a 2 MB topic once answered 4 MB). The model reads the
+    numeric ranges in the schema the tool list sends; the abuse limits (longest text, most
+    items) are enforced and named in the refusal, but not listed; no description repeats a
+    limit (every client pays for the definitions with every request)."""
+    server = build_server(folder_settings(tmp_path, tmp_path / "config"))
+    async with Client(server) as client:
         tools = (await client.list_tools()).tools
     for tool in tools:
+        full = server.full_schema(tool.name)["properties"]
         for prop, spec in tool.input_schema["properties"].items():
+            assert "maxLength" not in spec and "maxItems" not in spec, f"{tool.name}.{prop}"
+            assert "maxLength" not in spec.get("items", {}), f"{tool.name}.{prop}"
+            if spec.get("type") == "integer":
+                assert {"minimum", "maximum"} <= set(spec), f"{tool.name}.{prop} unlisted range"
             description = str(spec.get("description", ""))
-            for limit in _limits(spec):
+            for limit in _limits(full[prop]):
                 assert isinstance(limit, int), f"{tool.name}.{prop} has no limit"
-                stated = f"{limit:,}" in description or str(limit) in description
-                assert stated, f"{tool.name}.{prop}: limit {limit} not in {description!r}"
+                said = rf"(?<![\d,])({limit}|{limit:,})(?![\d,])"
+                repeated = limit > 1 and re.search(said, description) is not None
+                assert not repeated, f"{tool.name}.{prop}: {description!r} repeats {limit}"

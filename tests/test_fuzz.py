@@ -1,13 +1,14 @@
 """Hostile inputs, short profile: every tool, generated arguments, through the folder and
 the stand-in, with a real MCP client. Every answer must be a result or an actionable
-error, and nothing outside the memory file and the scratch note may change.
+error, and nothing outside the memory files and the scratch note may change
+(`bench.fuzz.WRITABLE`, `WRITABLE_FOLDERS`).
 
 `python -m bench --fuzz` runs the long profile (1,000+ calls per tool) for the report.
 """
 
 from pathlib import Path
 
-from bench.fuzz import Guard, prepare_vault, run_fuzz
+from bench.fuzz import WRITABLE, Guard, prepare_vault, run_fuzz
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings, rest_settings
 from tests.fixture_vault import FIXTURE_VAULT
@@ -15,7 +16,6 @@ from tests.standin.process import StandinProcess
 
 # Calls per tool and source: about half a minute for both sources on the 2-core CI box.
 EXAMPLES_PER_TOOL = 12
-WRITABLE = [Path("obsidian-mcp/memory.jsonl"), Path("obsidian-mcp/scratch.md")]
 
 
 def _check(tally_rows: list[dict[str, object]], examples: list[str], failures: int) -> None:

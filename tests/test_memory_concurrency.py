@@ -1,5 +1,5 @@
-"""Two server processes on one vault folder, remembering at once: nothing lost, nothing
-interleaved."""
+"""Two server processes of one installation on one vault folder, remembering at once:
+nothing lost, nothing interleaved, each process in a file of its own."""
 
 import json
 import os
@@ -10,10 +10,11 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from obsidian_mcp.memory.files import writer_of
 from tests.fixture_vault import REPO_ROOT
+from tests.memory_files import memory_paths, writer_paths
 
 PROCESSES, TASKS, PER_TASK = 2, 8, 500
-MEMORY = "obsidian-mcp/memory.jsonl"
 
 
 def server_process(vault: Path, config_dir: Path) -> StdioServerParameters:
@@ -54,9 +55,22 @@ async def test_two_processes_eight_tasks_each_lose_nothing(tmp_path: Path) -> No
         for process in range(PROCESSES):
             group.start_soon(remember_from_one_process, vault, tmp_path / "cfg", process)
 
-    raw = (vault / MEMORY).read_bytes()
-    assert raw.endswith(b"\n")
-    entries = [json.loads(line) for line in raw.split(b"\n")[:-1]]  # every line valid JSON
+    files = writer_paths(vault)
+    assert memory_paths(vault) == files  # nothing written to the legacy file
+    writers = [writer_of(path.name) for path in files]
+    # One device (one config folder), one slot and one file per process.
+    assert len({(w.device, w.slot) for w in writers if w is not None}) == PROCESSES
+    assert len({w.device for w in writers if w is not None}) == 1
+    entries: list[dict[str, object]] = []
+    per_file: list[set[str]] = []
+    for path in files:
+        raw = path.read_bytes()
+        assert raw.endswith(b"\n")
+        lines = [json.loads(line) for line in raw.split(b"\n")[:-1]]  # every line valid JSON
+        entries += lines
+        # Each file is one process's: every line of it names that process.
+        per_file.append({str(line["content"]).split(" task ")[0] for line in lines})
+    assert sorted(map(sorted, per_file)) == [[f"process {p}"] for p in range(PROCESSES)]
     expected = {
         f"process {p} task {t} fact {n}"
         for p in range(PROCESSES)

@@ -17,6 +17,7 @@ from mcp.types import TextContent
 from obsidian_mcp.config import default_cache_dir
 from obsidian_mcp.index.embedder import Embedder, Matrix, OnnxEmbedder
 from obsidian_mcp.memory.cache import open_cache
+from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, parse, terms
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.memory.render import render_recall
@@ -25,9 +26,9 @@ from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings
+from tests.memory_files import MEMORY, memory_lines, writer_paths
 from tests.test_status import read_status
 
-MEMORY = "obsidian-mcp/memory.jsonl"
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
@@ -60,13 +61,20 @@ def vault(tmp_path: Path) -> Path:
 
 def store_at(vault: Path, cache: Path | None = None, embedder: Embedder | None = None
              ) -> MemoryStore:
+    """Another process of the one device beside the vault: a writer slot of its own."""
     return MemoryStore(Vault(None, FolderSource(vault)), MEMORY, cache=cache,
-                       embedder=(lambda: embedder) if embedder is not None else None)
+                       embedder=(lambda: embedder) if embedder is not None else None,
+                       config_dir=vault.parent / "config")
 
 
-def write_lines(vault: Path, lines: list[str]) -> None:
-    (vault / MEMORY).parent.mkdir(parents=True, exist_ok=True)
-    (vault / MEMORY).write_text("".join(lines), "utf-8")
+# Where seeded lines go: the single file of earlier versions (still read), or the file of a
+# writer on another device.
+FILES = {"legacy": MEMORY, "writer": f"{MemoryFiles(MEMORY).folder}/elsewhere-0-2.jsonl"}
+
+
+def write_lines(vault: Path, lines: list[str], name: str = MEMORY) -> None:
+    (vault / name).parent.mkdir(parents=True, exist_ok=True)
+    (vault / name).write_text("".join(lines), "utf-8")
 
 
 def entry(n: int, content: str, tags: tuple[str, ...] = ("t",)) -> Memory:
@@ -94,28 +102,35 @@ async def test_a_new_process_answers_from_the_cache_without_rebuilding(
     assert status.cache == str(cache) and status.memories == 51
 
 
+@pytest.fixture(params=sorted(FILES))
+def seeded(request: pytest.FixtureRequest) -> str:
+    """The file the seeded memories are in."""
+    return FILES[request.param]
+
+
 @pytest.fixture
-async def warm_cache(vault: Path, tmp_path: Path) -> Path:
+async def warm_cache(vault: Path, tmp_path: Path, seeded: str) -> Path:
     """A file of five memories, and a cache built from it by an earlier session."""
     cache = tmp_path / "memory.sqlite"
-    write_lines(vault, [encode(entry(n, f"fact {n}")) for n in range(5)])
+    write_lines(vault, [encode(entry(n, f"fact {n}")) for n in range(5)], seeded)
     assert (await store_at(vault, cache).recall(query="fact")).total == 5
     return cache
 
 
 @pytest.mark.anyio
 async def test_a_cache_that_no_longer_matches_the_file_is_rebuilt_with_a_log_line(
-    vault: Path, warm_cache: Path, caplog: pytest.LogCaptureFixture
+    vault: Path, warm_cache: Path, seeded: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     cache = warm_cache
     # Edited in the middle, same length: the anchor (the last line) still matches, the CRC
     # of the prefix does not.
-    text = (vault / MEMORY).read_text("utf-8").replace("fact 2", "gist 2")
-    (vault / MEMORY).write_text(text, "utf-8")
+    text = (vault / seeded).read_text("utf-8").replace("fact 2", "gist 2")
+    (vault / seeded).write_text(text, "utf-8")
     with caplog.at_level(logging.INFO):
         recall = await store_at(vault, cache).recall(query="gist")
     assert [m.content for m in recall.memories] == ["gist 2"]
-    assert "rebuilding it from the file" in caplog.text
+    assert f"{seeded}'s start changed since the cache was built" in caplog.text
+    assert "rebuilding it from the files" in caplog.text
 
 
 @pytest.mark.anyio
@@ -135,42 +150,56 @@ async def test_a_corrupt_cache_is_rebuilt_never_a_crash(
 
 def index_rows(index: MemoryIndex) -> tuple[object, ...]:
     db = index.db
-    memories = db.execute("SELECT id, ts, content, tags, repeat FROM memories ORDER BY slot")
+    memories = db.execute(
+        "SELECT id, ts, content, tags, repeat, file FROM memories ORDER BY slot")
     return (
         memories.fetchall(),
-        db.execute("SELECT id, ts FROM retired ORDER BY id").fetchall(),
+        db.execute("SELECT id, ts, file, memory_file FROM retired ORDER BY id").fetchall(),
         index.tag_counts(),
-        index.dead_lines,
+        index.file_lines("a.jsonl"),
+        index.file_lines("b.jsonl"),
         index.live_count,
     )
 
 
 def test_a_bulk_load_builds_the_same_index_as_one_record_at_a_time() -> None:
     kept = entry(1, "kept", ("a", "b"))
-    lines = [
+    # Two files, read one after the other.
+    first = [
         encode(entry(0, "superseded")),
         encode(kept),
         encode(entry(2, "kept", ("b", "a"))),  # a repeat of the one above
         encode(Tombstone(entry(0, "").id, START)),
+        encode(Tombstone(entry(3, "").id, START)),  # a forget read before its memory
+    ]
+    second = [
         encode(entry(3, "revived")),
-        encode(Tombstone(entry(3, "").id, START)),
-        encode(entry(3, "revived again")),  # a memory after its tombstone
-        encode(kept),  # the same line twice
+        encode(Tombstone(entry(3, "").id, START)),  # the same forget in another file
+        encode(entry(3, "revived again")),  # a memory line after its tombstone
+        encode(kept),  # the same line in both files
         encode(Tombstone(entry(1, "").id, START)),  # the first of a repeated pair retired
         encode(entry(4, "plain", ("c",))),
     ]
-    records = parse("".join(lines).encode()).records
+    records = [("a.jsonl", record) for record in parse("".join(first).encode()).records]
+    records += [("b.jsonl", record) for record in parse("".join(second).encode()).records]
     bulk = LogReader()
     with bulk.writing():
         bulk.index.load(records)
     one_by_one = LogReader()
     with one_by_one.writing():
-        for record in records:
-            one_by_one.index.apply(record)
+        for file, record in records:
+            one_by_one.index.apply(record, file)
     with bulk.reading(), one_by_one.reading():
         assert index_rows(bulk.index) == index_rows(one_by_one.index)
-        # 9 lines applied (the doubled line counts once), 3 memories left, no repeat left.
-        assert bulk.index.dead_lines == 6
+        # A tombstone retires its id for good, whichever order the lines come in: left are
+        # the repeat (now the one shown) and the plain memory.
+        assert [m.id for m in bulk.index.primaries()] == [entry(2, "").id, entry(4, "").id]
+        assert bulk.index.live_count == 2
+        assert bulk.index.latest(entry(3, "").id) == Tombstone(entry(3, "").id, START)
+        # (dead, live) memory lines per file: a.jsonl's first two memories were forgotten
+        # and its repeat lives; b.jsonl's forgotten memory counts once, its plain one lives.
+        assert bulk.index.file_lines("a.jsonl") == (2, 1)
+        assert bulk.index.file_lines("b.jsonl") == (1, 1)
 
 
 def test_the_cache_schema_is_created_once_and_shared(tmp_path: Path) -> None:
@@ -271,7 +300,8 @@ async def test_missing_vectors_are_embedded_once_and_cached_outside_the_file(
     await store_at(vault, cache, again).catch_up_meaning()
     assert again.texts == 0
     fields = {"id", "ts", "content", "tags", "context"}
-    stored = (vault / MEMORY).read_bytes().splitlines()
+    stored = memory_lines(vault)
+    assert len(stored) == 4 and len(writer_paths(vault)) == 1  # only the writer wrote
     assert all(set(json.loads(line)) == fields for line in stored)
     assert (await store_at(vault, cache, again).status()).meaning == "loading"
 

@@ -1,7 +1,6 @@
 """The memory store's domain code over the vault folder: file format, integrity, index."""
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -11,14 +10,22 @@ import anyio
 import pytest
 
 from obsidian_mcp.errors import InvalidArgument
-from obsidian_mcp.memory.model import IdMaker, Memory, decode, encode, normalize_tags
+from obsidian_mcp.memory.files import MemoryFiles, writer_of
+from obsidian_mcp.memory.model import (
+    IdMaker,
+    Memory,
+    Tombstone,
+    decode,
+    encode,
+    normalize_tags,
+)
 from obsidian_mcp.memory.render import render_recall
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.memory.timespec import age, parse_moment, window
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
+from tests.memory_files import MEMORY, live_ids, memory_entries, memory_lines, writer_paths
 
-MEMORY = "obsidian-mcp/memory.jsonl"
 START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
@@ -34,16 +41,31 @@ class Clock:
 
 
 def make_store(
-    vault: Path, clock: Callable[[], datetime] | None = None, *, compact_min_dead: int = 200
+    vault: Path,
+    clock: Callable[[], datetime] | None = None,
+    *,
+    compact_min_dead: int = 200,
+    config: Path | None = None,
 ) -> MemoryStore:
+    """A store as one process of a device has it: every store made with the same `config`
+    (by default the one beside the vault) is another process of the same device, with a
+    writer slot and a file of its own."""
     return MemoryStore(
         Vault(None, FolderSource(vault)), MEMORY, clock=clock or Clock(),
         compact_min_dead=compact_min_dead,
+        config_dir=config if config is not None else vault.parent / "config",
     )
 
 
-def lines(vault: Path) -> list[str]:
-    return (vault / MEMORY).read_text("utf-8").split("\n")
+async def own_file(vault: Path, store: MemoryStore) -> Path:
+    """The file this store writes (it must have written)."""
+    own = (await store.status()).own_file
+    assert own is not None
+    return vault / own
+
+
+def folder_of(vault: Path) -> Path:
+    return vault / MemoryFiles(MEMORY).folder
 
 
 @pytest.fixture
@@ -126,7 +148,7 @@ async def test_remember_recall_forget(vault: Path) -> None:
     clock.advance(hours=1)
     again = await store.remember("Gale  agreed to captain the ship. ", ["ship", "gale"], "x")
     assert again.memory.id == first.memory.id and not again.created
-    assert len([line for line in lines(vault) if line]) == 1
+    assert len(memory_lines(vault)) == 1
 
     await store.remember("Mira fears dragons.", ["mira"], "", type="fact", source="Characters/Mira")
     recall = await store.recall(query="dragon")
@@ -140,8 +162,9 @@ async def test_remember_recall_forget(vault: Path) -> None:
         await store.forget(first.memory.id)
     with pytest.raises(InvalidArgument, match="No memory has the id"):
         await store.forget("nope")
-    # A second store (another session) reads the same state from the file.
+    # A second store (another session) reads the same state from the files.
     assert (await make_store(vault).recall()).total == 1
+    assert (await make_store(vault, config=vault.parent / "other").recall()).total == 1
 
 
 @pytest.mark.anyio
@@ -220,7 +243,7 @@ async def test_bad_input_is_refused_and_writes_nothing(
     store = make_store(vault)
     with pytest.raises(InvalidArgument, match=message):
         await store.remember(content, tags, "", **kwargs)
-    assert not (vault / MEMORY).exists()
+    assert list(vault.iterdir()) == []
 
 
 @pytest.mark.anyio
@@ -237,11 +260,13 @@ async def test_a_hidden_memory_path_is_reported_not_fatal(vault: Path) -> None:
 async def test_a_torn_last_line_is_skipped_counted_and_never_glued(vault: Path) -> None:
     store = make_store(vault)
     kept = [await store.remember(f"entry {n}", ["t"], "") for n in range(3)]
-    path = vault / MEMORY
-    # An append killed mid-write: half a line, no newline.
+    path = await own_file(vault, store)
+    # An append killed mid-write: half a line, no newline; the process is gone, and so is
+    # its hold on its writer slot.
     whole = encode(Memory("0zzzzzzzzzzzz", START, "torn", ("t",), ""))
     with path.open("ab") as handle:
         handle.write(whole.encode()[: len(whole) // 2])
+    store.close()
 
     fresh = make_store(vault)  # a new session reads the damaged file
     assert (await fresh.recall(limit=10)).total == 3
@@ -249,6 +274,8 @@ async def test_a_torn_last_line_is_skipped_counted_and_never_glued(vault: Path) 
     assert status.torn_tail and status.invalid_lines == 0
 
     after = await fresh.remember("after the crash", ["t"], "")
+    # The next process of the device takes the free slot, and goes on with its file.
+    assert await own_file(vault, fresh) == path
     raw = path.read_bytes().split(b"\n")
     assert raw[-1] == b""  # the file ends with a newline
     assert decode(raw[-2]) == after.memory  # our line stands alone
@@ -265,12 +292,14 @@ async def test_a_torn_last_line_is_skipped_counted_and_never_glued(vault: Path) 
 async def test_invalid_lines_anywhere_are_skipped_and_counted(vault: Path) -> None:
     store = make_store(vault)
     await store.remember("first", ["t"], "")
-    with (vault / MEMORY).open("a", encoding="utf-8") as handle:
+    with (await own_file(vault, store)).open("a", encoding="utf-8") as handle:
         handle.write("garbage\n\n{\"id\": 1}\n")
+    # The legacy file, still read, may hold bad lines too.
+    (vault / MEMORY).write_text("{not json\n", "utf-8")
     await store.remember("second", ["t"], "")
     recall = await make_store(vault).recall()
     assert [m.content for m in recall.memories] == ["second", "first"]
-    assert (await store.status()).invalid_lines == 2
+    assert (await store.status()).invalid_lines == 3
 
 
 @pytest.mark.anyio
@@ -283,78 +312,206 @@ async def test_the_index_reads_only_what_was_appended_and_rebuilds_after_a_rewri
     state = reader._reader  # pyright: ignore[reportPrivateUsage]
     before = state.generation
     await writer.remember("two", ["t"], "")
-    assert (await reader.recall()).total == 2
+    other_device = make_store(vault, config=vault.parent / "other")
+    await other_device.remember("three", ["t"], "")  # a new file appears: read, no rebuild
+    assert (await reader.recall()).total == 3
     assert state.generation == before  # extended, not rebuilt
 
-    # Sync replaces the file with other content: the reader notices and starts over.
-    other = encode(Memory("0other0000000", START, "synced", ("t",), ""))
-    (vault / MEMORY).write_text(other, "utf-8")
+    # Sync replaces the writer's file with other content: the reader notices and starts over.
+    synced = [encode(Memory(f"0synced00000{n}", START, f"synced fact number {n} " + "x" * 80,
+                            ("t",), "")) for n in range(2)]
+    (await own_file(vault, writer)).write_text("".join(synced), "utf-8")
     recall = await reader.recall()
-    assert [m.content for m in recall.memories] == ["synced"]
+    assert sorted(m.content[:15] for m in recall.memories) == [
+        "synced fact num", "synced fact num", "three"]
     assert state.generation == before + 1
+
+    # A file that vanished (its writer folded it elsewhere) leaves the index too.
+    (await own_file(vault, other_device)).unlink()
+    assert (await reader.recall()).total == 2
+    assert state.generation == before + 2
 
 
 @pytest.mark.anyio
-async def test_compaction_drops_retired_and_repeated_entries(vault: Path) -> None:
-    clock = Clock()
-    store = make_store(vault, clock, compact_min_dead=10**6)
+async def test_a_file_rewritten_shorter_is_noticed(vault: Path) -> None:
+    """Sync replaces a file with a shorter version (another device's copy): the very next
+    recall, and every one after it, answers from what the files hold now."""
+    writer, reader = make_store(vault), make_store(vault)
+    await writer.remember("one", ["t"], "")
+    await writer.remember("two", ["t"], "")
+    assert (await reader.recall()).total == 2
+    other = encode(Memory("0other0000000", START, "synced", ("t",), ""))
+    own = await own_file(vault, writer)
+    # As sync tools write: a new file renamed over the old one.
+    own.with_name(".sync-tmp").write_text(other, "utf-8")
+    own.with_name(".sync-tmp").replace(own)
+    recall = await reader.recall()
+    assert [m.content for m in recall.memories] == ["synced"]
+    assert [m.content for m in (await make_store(vault).recall()).memories] == ["synced"]
+
+
+@pytest.mark.anyio
+async def test_compaction_folds_idle_files_keeps_every_tombstone_and_drops_the_rest(
+    vault: Path,
+) -> None:
+    legacy = vault / MEMORY
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(encode(Memory("0legacy000000", START, "in the old file", ("l",), "")))
+    store = make_store(vault, compact_min_dead=10**6)
     keep = await store.remember("keep me", ["k"], "")
     gone = await store.remember("forget me", ["f"], "")
     await store.forget(gone.memory.id)
-    # A repeat another process wrote before it saw ours, and a bad line.
-    repeat = encode(Memory("0repeat000000", START, "keep me", ("k",), ""))
-    with (vault / MEMORY).open("a", encoding="utf-8") as handle:
-        handle.write(repeat + "junk\n")
-    inode = os.stat(vault / MEMORY).st_ino
+    await store.forget("0legacy000000")
+    own = await own_file(vault, store)
+    mine = writer_of(own.name)
+    assert mine is not None and (mine.slot, mine.generation) == (0, 0)
+    folder = folder_of(vault)
+    # What an earlier process of this device left in slot 1, which no process holds now: a
+    # repeat it wrote before it saw ours, and a bad line. A sync tool's conflict copy of
+    # this process's file. Another device's file, which only that device may fold.
+    idle = folder / f"{mine.device}-1-4.jsonl"
+    idle.write_text(encode(Memory("0repeat000000", START, "keep me", ("k",), "")) + "junk\n")
+    copy = folder / f"{own.stem}.sync-conflict-20260501-120000-ABCDEFG.jsonl"
+    copy.write_text(encode(Memory("0copyonly0000", START, "only in the copy", ("c",), ""))
+                    + encode(keep.memory))
+    foreign = folder / "elsewhere-0-0.jsonl"
+    foreign.write_text(encode(Memory("0foreign00000", START, "another device's", ("o",), ""))
+                       + encode(Tombstone("0foreigngone0", START)))
+    untouched = {path: path.read_bytes() for path in (legacy, foreign)}
+
     report = await store.compact()
-    assert report.kept == 1 and report.dropped_lines == 4
-    assert [json.loads(line)["id"] for line in lines(vault) if line] == [keep.memory.id]
-    assert os.stat(vault / MEMORY).st_ino != inode  # replaced whole, by rename
-    assert (await store.status()).dead_lines == 0
-    assert (await make_store(vault).recall()).memories[0].id == keep.memory.id
+    # Lines: 4 of this process's file, 2 of the idle one, 2 of the copy; kept: the live
+    # memories once each (the repeat too: the index keeps its row, so that it takes over if
+    # the first is forgotten) and both tombstones; dropped: the forgotten memory, the bad
+    # line and the copy's duplicate.
+    assert (report.files_folded, report.kept, report.dropped_lines) == (3, 5, 3)
+    target = folder / f"{mine.device}-0-1.jsonl"
+    assert writer_paths(vault) == sorted([target, foreign])  # the folded files are gone
+    assert {path: path.read_bytes() for path in untouched} == untouched
+    assert not [path.name for path in folder.iterdir() if path.name.startswith(".")]
+    assert report.bytes_after == target.stat().st_size < report.bytes_before
+    folded = [(entry["id"], entry.get("forgotten", False))
+              for entry in map(json.loads, target.read_text("utf-8").splitlines())]
+    assert sorted(folded) == sorted([
+        (keep.memory.id, False), ("0copyonly0000", False), ("0repeat000000", False),
+        (gone.memory.id, True), ("0legacy000000", True),  # kept for good
+    ])
+    status = await store.status()
+    assert status.own_file == f"{MemoryFiles(MEMORY).folder}/{target.name}"
+    assert (status.dead_lines, status.files) == (0, 3)
+
+    expected = {keep.memory.id, "0copyonly0000", "0foreign00000"}
+    assert live_ids(vault) == expected | {"0repeat000000"}  # recall hides the repeat
+    for reader in (make_store(vault), make_store(vault, config=vault.parent / "other")):
+        assert {m.id for m in (await reader.recall(limit=10)).memories} == expected
+    after = await store.remember("written after the fold", ["k"], "")
+    assert decode(target.read_bytes().splitlines()[-1]) == after.memory
+
+
+@pytest.mark.anyio
+async def test_a_fold_keeps_a_repeat_so_every_reader_agrees_when_it_is_forgotten(
+    vault: Path,
+) -> None:
+    """A repeat (the same content and tags under another id, written by a process that had
+    not seen the first) is hidden while the first lives. A fold keeps its line, so the
+    index and the files never disagree: a forget elsewhere retires both, in the folding
+    process and in every reader that builds from the files alike."""
+    store = make_store(vault, compact_min_dead=10**6)
+    keep = await store.remember("keep me", ["k"], "")
+    device = writer_of((await own_file(vault, store)).name)
+    assert device is not None
+    idle = folder_of(vault) / f"{device.device}-1-0.jsonl"  # left by an ended process
+    idle.write_text(encode(Memory("0repeat000000", START, "keep me", ("k",), "")))
+    await store.compact()
+    assert [m.id for m in (await store.recall(tags=["k"])).memories] == [keep.memory.id]
+
+    elsewhere = make_store(vault, config=vault.parent / "other")
+    await elsewhere.forget(keep.memory.id)
+    assert live_ids(vault) == set()
+    fresh = make_store(vault, config=vault.parent / "third")
+    for reader in (store, fresh):
+        assert (await reader.recall(tags=["k"])).memories == []
+        assert (await reader.status()).memories == 0
+
+
+@pytest.mark.anyio
+async def test_compaction_runs_by_itself_once_everything_in_the_file_is_forgotten(
+    vault: Path,
+) -> None:
+    store = make_store(vault, compact_min_dead=5)
+    ids = [(await store.remember(f"m{n}", ["t"], "")).memory.id for n in range(5)]
+    first = await own_file(vault, store)
+    for memory_id in ids:
+        await store.forget(memory_id)
+    [folded] = writer_paths(vault)
+    assert folded != first
+    assert sorted(json.loads(line)["id"] for line in folded.read_text("utf-8").splitlines()) \
+        == sorted(ids)
+    assert all(entry.get("forgotten") for entry in memory_entries(vault))
 
 
 @pytest.mark.anyio
 async def test_compaction_runs_by_itself_once_the_file_is_mostly_dead(vault: Path) -> None:
-    store = make_store(vault, compact_min_dead=10)
+    """Six memories, five forgotten: the five lines are dead, and the file is folded to the
+    live memory and the five tombstones."""
+    store = make_store(vault, compact_min_dead=5)
     ids = [(await store.remember(f"m{n}", ["t"], "")).memory.id for n in range(6)]
     for memory_id in ids[:5]:
         await store.forget(memory_id)
-    assert len([line for line in lines(vault) if line]) == 1
+    entries = memory_entries(vault)
+    assert sorted((e["id"], e.get("forgotten", False)) for e in entries) == sorted(
+        [(ids[5], False)] + [(memory_id, True) for memory_id in ids[:5]]
+    ), f"{len(entries)} lines: the file was not compacted"
+    assert (await store.status()).dead_lines == 0
 
 
 def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
-    """Writers in other threads (own descriptors, as another process would have) keep
-    appending while compaction replaces the file again and again."""
-    writers, per_writer = 4, 150
+    """Writers in other threads (own descriptors and slot locks, as other processes have)
+    keep appending while one store folds again and again. Writers come and go: each writes
+    a round through a store and closes it, so its file is idle until a later store takes
+    the slot again, and the folding store folds whichever idle files of its device it
+    finds. Half the writers are another device, whose files it never touches."""
+    writers, rounds, per_round = 4, 6, 25
+    config = vault.parent / "config"
     errors: list[BaseException] = []
 
     def write(n: int) -> None:
         async def run() -> None:
-            store = make_store(vault, compact_min_dead=10**6)
-            for i in range(per_writer):
-                await store.remember(f"writer {n} entry {i}", ["race"], "")
+            device = config if n % 2 == 0 else vault.parent / "elsewhere"
+            for r in range(rounds):
+                store = make_store(vault, compact_min_dead=10**6, config=device)
+                try:
+                    for i in range(per_round):
+                        await store.remember(f"writer {n} round {r} entry {i}", ["race"], "")
+                finally:
+                    store.close()
 
         try:
             anyio.run(run)
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    async def compact_until(done: threading.Event) -> int:
-        store = make_store(vault, compact_min_dead=10**6)
+    async def compact_until(done: threading.Event) -> tuple[int, int, str]:
+        store = make_store(vault, compact_min_dead=10**6, config=config)
         seed = await store.remember("seed", ["seed"], "")
         await store.forget(seed.memory.id)
-        runs = 0
-        while not done.is_set():
+        runs = folded = 0
+        try:
+            while not done.is_set():
+                report = await store.compact()
+                runs += 1
+                folded += report.files_folded - 1  # beyond its own file
+            # Every writer has ended: one more fold takes every idle file of the device.
             await store.compact()
-            runs += 1
-        return runs
+            return runs, folded, (await own_file(vault, store)).name
+        finally:
+            store.close()
 
     done = threading.Event()
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
     for thread in threads:
         thread.start()
-    results: list[int] = []
+    results: list[tuple[int, int, str]] = []
 
     def compactor() -> None:
         results.append(anyio.run(compact_until, done))
@@ -366,6 +523,20 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
     done.set()
     compacting.join()
     assert not errors
-    assert results[0] > 1
-    contents = [json.loads(line)["content"] for line in lines(vault) if line]
-    assert len(contents) == len(set(contents)) == writers * per_writer
+    [(runs, folded_others, last)] = results
+    assert runs > 1 and folded_others > 0
+    entries = memory_entries(vault)
+    contents = [entry["content"] for entry in entries if "content" in entry]
+    expected = {f"writer {n} round {r} entry {i}"
+                for n in range(writers) for r in range(rounds) for i in range(per_round)}
+    # Each line once: a fold removed every file it read, and dropped the forgotten seed.
+    assert sorted(contents) == sorted(expected)
+    assert [entry["content"] for entry in entries if entry["id"] in live_ids(vault)] \
+        == contents
+    assert [e for e in entries if e.get("forgotten")] != []  # the seed's tombstone stays
+    mine = writer_of(last)
+    assert mine is not None
+    devices = [writer_of(path.name) for path in writer_paths(vault)]
+    # This device: the folding store's file alone; the other: its writers' slots.
+    assert [(w.slot, w.generation) for w in devices if w is not None
+            and w.device == mine.device] == [(mine.slot, mine.generation)]

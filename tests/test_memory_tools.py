@@ -16,33 +16,56 @@ from mcp import Client
 from mcp.types import TextContent, TextResourceContents
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings, rest_settings
+from tests.memory_files import memory_entries, memory_paths, writer_paths
 from tests.standin.process import StandinProcess
 
 _names = count()
 
 
 class Setup:
-    """One server configuration, and where its memory file lands on disk."""
+    """One server configuration, and where its memory files land on disk."""
 
-    def __init__(self, settings: Settings, file: Path, standin: StandinProcess | None) -> None:
+    def __init__(self, settings: Settings, vault: Path, standin: StandinProcess | None) -> None:
         self.settings = settings
-        self.file = file
+        self.vault = vault
+        self.memory = settings.memory_path
         self.standin = standin
 
     def client(self, transport: httpx.AsyncBaseTransport | None = None) -> Client:
         return Client(build_server(self.settings, transport=transport), raise_exceptions=True)
 
+    @property
+    def legacy(self) -> Path:
+        """The single file of earlier versions: read, never written."""
+        return self.vault / self.memory
+
+    @property
+    def folder(self) -> Path:
+        """The writers' folder: each process's file."""
+        return self.vault / MemoryFiles(self.memory).folder
+
     def entries(self) -> list[dict[str, object]]:
-        if not self.file.exists():
-            return []
-        return [json.loads(line) for line in self.file.read_text("utf-8").splitlines() if line]
+        """Every line of every memory file, as the store reads them."""
+        return memory_entries(self.vault, self.memory)
+
+    def writers(self) -> list[Path]:
+        return writer_paths(self.vault, self.memory)
 
     def seed(self, lines: list[str]) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        self.file.write_text("".join(lines), "utf-8")
+        """Lines in the legacy file, as an earlier version left it."""
+        self.legacy.parent.mkdir(parents=True, exist_ok=True)
+        self.legacy.write_text("".join(lines), "utf-8")
+
+    def device(self, name: str) -> str:
+        """Give the server's installation this device id (kept in its config folder)."""
+        config = self.settings.config_dir
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "device-id").write_text(name + "\n", "utf-8")
+        return name
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +101,10 @@ def setup(
         vault = tmp_path / "vault"
         vault.mkdir()
         settings = folder_settings(vault, tmp_path / "cfg", memory_path=memory_path)
-        return Setup(settings, vault / memory_path, None)
+        return Setup(settings, vault, None)
     standin = standins[request.param]
     settings = rest_settings(standin, tmp_path / "cfg", memory_path=memory_path)
-    return Setup(settings, rest_vault / memory_path, standin)
+    return Setup(settings, rest_vault, standin)
 
 
 async def call(client: Client, tool: str, **arguments: object) -> tuple[bool, str]:
@@ -118,6 +141,8 @@ async def test_remember_needs_only_content_and_tags(setup: Setup) -> None:
     assert memory_id(text) in recalled and "Rook hates the cold." in recalled
     [entry] = setup.entries()
     assert entry["content"] == "Rook hates the cold." and entry["tags"] == ["rook"]
+    [written] = setup.writers()  # the process's own file, in the writers' folder
+    assert written.parent == setup.folder and not setup.legacy.exists()
 
 
 @pytest.mark.anyio
@@ -178,33 +203,54 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         assert isinstance(message, TextContent)
         assert "vault_remember" in message.text and "gale (2)" in message.text
 
-    entries = setup.entries()
+    [written] = setup.writers()
+    entries = [json.loads(line) for line in written.read_text("utf-8").splitlines()]
+    assert [entry["id"] for entry in entries] == [new_id, new_id]
     assert entries[-1] == {"id": new_id, "ts": entries[-1]["ts"], "forgotten": True}
+    # The seeded file of an earlier version is read, never written.
+    legacy = [json.loads(line)["id"] for line in setup.legacy.read_text("utf-8").splitlines()]
+    assert legacy == ["0seedmonth000", "0seedweek0000"]
 
 
 @pytest.mark.anyio
 async def test_compaction_through_the_client(setup: Setup) -> None:
+    """Files that earlier processes of this installation left (slots no process holds now)
+    are folded at the server's first write, through the folder and through the REST API
+    alike: live memories and every tombstone kept, dead lines dropped, the folded files
+    removed; another device's file and the legacy file are left alone."""
+    device = setup.device("devtest")
     live = [old_entry(f"0live{n:08d}", 2, f"live {n}", ("keep",)) for n in range(10)]
     retired: list[str] = []
     for n in range(110):
         retired.append(old_entry(f"0dead{n:08d}", 2, f"dead {n}", ("gone",)))
         tombstone = Tombstone(f"0dead{n:08d}", datetime.now(UTC) - timedelta(days=1))
         retired.append(encode(tombstone))
-    setup.seed(live + retired)
+    setup.folder.mkdir(parents=True, exist_ok=True)
+    (setup.folder / f"{device}-1-0.jsonl").write_text("".join(live[:5] + retired[:100]))
+    (setup.folder / f"{device}-2-7.jsonl").write_text("".join(live[5:] + retired[100:]))
+    foreign = setup.folder / "otherdev-0-3.jsonl"
+    foreign.write_text(old_entry("0foreign00000", 1, "another device's", ("keep",)))
+    setup.seed([old_entry("0legacy000000", 3, "from the single file", ("keep",))])
     async with setup.client() as client:
         new_id = memory_id(await ok(client, "vault_remember", content="fresh", tags=["keep"],
                                     context=""))
         recall = await ok(client, "vault_recall", tags=["keep"], limit=20)
-        assert recall.startswith("11 memories tagged keep")
+        assert recall.startswith("13 memories tagged keep")
         assert (await ok(client, "vault_recall", tags=["gone"])).startswith("No memories")
-    ids = [entry["id"] for entry in setup.entries()]
-    if setup.standin is None:
-        assert ids == [f"0live{n:08d}" for n in range(10)] + [new_id]
-    else:  # REST alone never rewrites the file: another client could be appending
-        assert len(ids) == 10 + 2 * 110 + 1 and ids[-1] == new_id
-        async with setup.client() as client:
-            status = await client.read_resource("obsidian://status")
-        assert "compact" in str(status.contents[0])
+        status = await client.read_resource("obsidian://status")
+    contents = status.contents[0]
+    assert isinstance(contents, TextResourceContents)
+    memory = json.loads(contents.text)["memory"]
+    folded = setup.folder / f"{device}-0-1.jsonl"
+    assert setup.writers() == sorted([folded, foreign])
+    assert memory["own_file"] == f"{MemoryFiles(setup.memory).folder}/{folded.name}"
+    assert (memory["files"], memory["dead_lines"]) == (3, 0)
+    entries = [json.loads(line) for line in folded.read_text("utf-8").splitlines()]
+    memories = sorted(e["id"] for e in entries if not e.get("forgotten"))
+    tombstones = sorted(e["id"] for e in entries if e.get("forgotten"))
+    assert memories == sorted([f"0live{n:08d}" for n in range(10)] + [new_id])
+    assert tombstones == [f"0dead{n:08d}" for n in range(110)]  # kept for good
+    assert setup.legacy.read_text("utf-8").count("\n") == 1
 
 
 @pytest.mark.anyio
@@ -226,22 +272,23 @@ async def test_bad_input_gets_a_clear_error_and_writes_nothing(setup: Setup) -> 
         for tool, arguments, message in bad_calls:
             is_error, text = await call(client, tool, **arguments)
             assert is_error and message in text, text
-    assert not setup.file.exists()
+    assert memory_paths(setup.vault, setup.memory) == []
+    assert not setup.folder.exists()
 
 
 class LandedButLost(httpx.AsyncBaseTransport):
-    """Forwards every request, but answers every third POST to the memory file with a read
+    """Forwards every request, but answers every third POST to a memory file with a read
     timeout after it landed: the case where a blind retry would store an entry twice."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, memory_path: str) -> None:
         self._inner = inner
-        self._memory_path = memory_path
+        self._folder = f"/vault/{MemoryFiles(memory_path).folder}/"
         self._posts = 0
         self.lost = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self._inner.handle_async_request(request)
-        if request.method == "POST" and request.url.path.endswith(self._memory_path):
+        if request.method == "POST" and request.url.path.startswith(self._folder):
             self._posts += 1
             if self._posts % 3 == 0:
                 await response.aread()
@@ -276,7 +323,7 @@ async def rest_setup(own_standin: tuple[StandinProcess, Path], tmp_path: Path
                      ) -> AsyncIterator[Setup]:
     process, vault = own_standin
     settings = rest_settings(process, tmp_path / "cfg")
-    yield Setup(settings, vault / settings.memory_path, process)
+    yield Setup(settings, vault, process)
 
 
 @pytest.mark.anyio
@@ -292,6 +339,7 @@ async def test_200_concurrent_remembers_through_the_standin(
         assert (await ok(client, "vault_recall", tags=["load"])).startswith("200 memories")
     entries = rest_setup.entries()
     assert len(entries) == len({e["id"] for e in entries}) == 200
+    assert len(rest_setup.writers()) == 1  # one process, one file
     if drop_every:
         assert rest_setup.standin.stats()["injected"]["drop"] > 0
 
@@ -309,3 +357,4 @@ async def test_a_post_that_landed_before_its_answer_was_lost_is_not_sent_again(
     assert transport.lost == 10
     contents = [str(entry["content"]) for entry in rest_setup.entries()]
     assert sorted(contents) == sorted(f"fact {n}" for n in range(30))
+    assert len(rest_setup.writers()) == 1

@@ -2,8 +2,9 @@
 subprocess under RLIMIT_FSIZE (SIGXFSZ ignored), so a write past the limit is cut short and
 the next one fails with EFBIG, as a full disk cuts a write short and then gives ENOSPC.
 
-The error names the cause, nothing acknowledged is lost, and the file has no half line:
-the next append, after the limit is gone, starts on a clean line."""
+The error names the cause, nothing acknowledged is lost, and the process's memory file has
+no half line: the next process of the installation takes the same file, and its append,
+after the limit is gone, starts on a clean line."""
 
 import json
 import os
@@ -14,6 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.fixture_vault import REPO_ROOT
+from tests.memory_files import memory_paths, writer_paths
 from tests.test_read_tools import text_of
 
 LIMIT_BYTES = 4096
@@ -54,7 +56,6 @@ def lines_of(path: Path) -> list[str]:
 
 @pytest.mark.anyio
 async def test_a_full_disk_is_named_and_leaves_no_half_line(vault_copy: Path, tmp_path: Path):
-    memory = vault_copy / "obsidian-mcp" / "memory.jsonl"
     scratch = vault_copy / "obsidian-mcp" / "scratch.md"
     acknowledged: list[str] = []
     async with Client(server(vault_copy, tmp_path, limited=True)) as client:
@@ -75,8 +76,11 @@ async def test_a_full_disk_is_named_and_leaves_no_half_line(vault_copy: Path, tm
     assert failure is not None, "the limit was never reached"
     assert "EFBIG" in failure and "Nothing was stored" in failure
     assert acknowledged
+    [memory] = writer_paths(vault_copy)
+    assert memory_paths(vault_copy) == [memory]
     stored = lines_of(memory)
     assert all(json.loads(line) for line in stored)
+    assert sorted(json.loads(line)["content"] for line in stored) == sorted(acknowledged)
 
     async with Client(server(vault_copy, tmp_path, limited=False)) as client:
         again = await client.call_tool(
@@ -91,4 +95,8 @@ async def test_a_full_disk_is_named_and_leaves_no_half_line(vault_copy: Path, tm
     found = text_of(recalled)
     for content in [*acknowledged, "after the disk was freed"]:
         assert content in found
-    assert all(json.loads(line) for line in lines_of(memory))
+    assert writer_paths(vault_copy) == [memory]  # the same slot, the same file
+    after = lines_of(memory)
+    assert all(json.loads(line) for line in after)
+    assert after[: len(stored)] == stored
+    assert json.loads(after[-1])["content"] == "after the disk was freed"

@@ -1,4 +1,4 @@
-"""The status resource says which sources are in use, and what the memory file holds."""
+"""The status resource says which sources are in use, and what the memory files hold."""
 
 import json
 from pathlib import Path
@@ -19,18 +19,46 @@ async def read_status(client: Client) -> dict[str, object]:
     return json.loads(contents.text)
 
 
+async def read_overview(client: Client) -> str:
+    result = await client.read_resource("obsidian://memory/recent")
+    contents = result.contents[0]
+    assert isinstance(contents, TextResourceContents)
+    return contents.text
+
+
 @pytest.mark.anyio
 async def test_folder_status_counts_a_torn_memory_line(vault_copy: Path, tmp_path: Path) -> None:
     memory = vault_copy / "obsidian-mcp" / "memory.jsonl"
     memory.parent.mkdir()
     memory.write_text('{"id": "0000000000aaa", "ts": "2026-11-01T10:00:00Z", "content": "x"')
+    # Another device's file, with a line that is not a memory.
+    other = vault_copy / "obsidian-mcp" / "memory" / "elsewhere-0-0.jsonl"
+    other.parent.mkdir()
+    other.write_text('not json\n{"id": "0000000000bbb", "ts": "2026-11-01T10:00:00Z", '
+                     '"content": "from elsewhere", "tags": ["t"], "context": ""}\n')
     async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
         status = await read_status(client)
+        overview = await read_overview(client)
+        remembered = await client.call_tool("vault_remember", {"content": "y", "tags": ["t"]})
+        assert not remembered.is_error
+        after = await read_status(client)
     assert status["live_source"] == f"vault folder {vault_copy.resolve()}"
     assert status["smart_env"] == str(vault_copy.resolve() / ".smart-env")
     memory_status = status["memory"]
     assert isinstance(memory_status, dict)
     assert memory_status["torn_tail"] is True
+    assert (memory_status["files"], memory_status["invalid_lines"]) == (2, 1)
+    assert (memory_status["memories"], memory_status["own_file"]) == (1, None)
+    assert overview.splitlines()[1] == (
+        "Files: 2 files read; 1 invalid line skipped; a torn last line (an interrupted "
+        "write) skipped."
+    )
+    memory_after = after["memory"]
+    assert isinstance(memory_after, dict)
+    [own] = [path for path in other.parent.iterdir() if path != other]
+    assert memory_after["own_file"] == f"obsidian-mcp/memory/{own.name}"
+    assert (memory_after["files"], memory_after["memories"], memory_after["dead_lines"]) == (
+        3, 2, 0)
 
 
 @pytest.mark.anyio

@@ -1,6 +1,6 @@
 """The SQLite file that holds the memory index between processes (or in memory, for tests).
 
-It is a cache: the memory file in the vault stays the only truth, and everything here can be
+It is a cache: the memory files in the vault stay the only truth, and everything here can be
 rebuilt from it. It lives outside the vault (see `obsidian_mcp.cachedir`). Several server
 processes may share it: WAL lets readers run beside the one writer, and a busy timeout makes
 a second writer wait its turn instead of failing. A file that is not a database, or has
@@ -15,14 +15,18 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 # Raised whenever the tables below change: an older file is then rebuilt from the memory file.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # A writer waits this long for another process's transaction (a rebuild of 100,000 entries
 # holds the write lock for about 5 s on the 2-core test machine) before giving up.
 _BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
 CREATE TABLE state (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
--- Live memories (the last record of their id), by slot: the order they were read in.
+-- Where the index stands in each memory file (`index.FileState`), by file name.
+CREATE TABLE files (name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
+-- Live memories (not forgotten), by slot: the order they were read in. `at` is when it
+-- happened (`occurred`, else when written), in microseconds. `superseded` is 1 while a
+-- live memory names it in its `supersedes`, and `file` is where its line was first read.
 CREATE TABLE memories (
     slot INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -33,6 +37,11 @@ CREATE TABLE memories (
     context TEXT NOT NULL,
     type TEXT,
     source TEXT,
+    scope TEXT,
+    occurred TEXT,
+    supersedes TEXT NOT NULL,
+    superseded INTEGER NOT NULL,
+    file TEXT NOT NULL,
     key BLOB NOT NULL,
     repeat INTEGER NOT NULL,
     meaning BLOB NOT NULL
@@ -40,8 +49,19 @@ CREATE TABLE memories (
 CREATE INDEX memories_by_key ON memories (key, slot);
 CREATE INDEX memories_by_time ON memories (repeat, at, slot);
 CREATE INDEX memories_by_meaning ON memories (meaning);
--- Ids whose last record is a tombstone.
-CREATE TABLE retired (id TEXT PRIMARY KEY, ts TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX memories_by_file ON memories (file);
+-- Memory lines read from each file: live (their memory is in `memories`) and dead (its id
+-- was forgotten, so folding drops the line).
+CREATE TABLE file_lines (file TEXT PRIMARY KEY, live INTEGER NOT NULL, dead INTEGER NOT NULL)
+    WITHOUT ROWID;
+-- Which live memory replaces which (old, new).
+CREATE TABLE supersessions (old TEXT NOT NULL, new TEXT NOT NULL, PRIMARY KEY (old, new))
+    WITHOUT ROWID;
+CREATE INDEX supersessions_by_new ON supersessions (new);
+-- Ids with a tombstone (forgotten for good), the file it was first read from, and the file
+-- the memory's own line was first read from (NULL while none was).
+CREATE TABLE retired (id TEXT PRIMARY KEY, ts TEXT NOT NULL, file TEXT NOT NULL,
+    memory_file TEXT) WITHOUT ROWID;
 CREATE TABLE memory_tags (tag TEXT NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (tag, slot))
     WITHOUT ROWID;
 -- The words of each slot, already reduced by `index.terms` (contentless: rowid = slot).
@@ -52,7 +72,8 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE TABLE vectors (model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, hash)) WITHOUT ROWID;
 """
-_TABLES = ("state", "memories", "retired", "memory_tags", "words", "vectors")
+_TABLES = ("state", "files", "file_lines", "memories", "supersessions", "retired",
+           "memory_tags", "words", "vectors")
 
 
 def memory_cache_path(cache_dir: Path, vault_identity: str, memory_path: str) -> Path:

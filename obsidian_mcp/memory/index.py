@@ -1,13 +1,14 @@
-"""The memory file's index, in SQLite, kept current by reading only what was added.
+"""The memory files' index, in SQLite, kept current by reading only what was added.
 
-`MemoryIndex` holds the last word for every id, the live memories, their tags, and their
-words in an FTS5 table for text queries. `LogReader` feeds it: it remembers how many bytes
-have been consumed, a CRC of them, and the last line consumed (the anchor). A refresh that
-finds the anchor still in place parses only the new bytes; any other change means the file
-was rewritten (compacted, or replaced by sync) and the index is rebuilt. Lines are unique
-(each carries a fresh id and a timestamp), so an anchor that matches proves the prefix is
-unchanged to a process that has read it; a process that finds an index built by another
-(or by an earlier run) checks the CRC of the whole prefix once before it trusts it.
+`MemoryIndex` holds every live memory (merged from all the files by id, see `settle`), the
+forgotten ids, which memory replaces which, their tags, and their words in an FTS5 table
+for text queries. `LogReader` feeds it: per file it remembers how many bytes have been
+consumed, a CRC of them, and the last line consumed (the anchor). A refresh that finds each
+anchor still in place parses only the new bytes; a file that vanished (folded by its
+writer) or was rewritten rebuilds the index from all files. Lines are unique (each carries a
+fresh id and a timestamp), so an anchor that matches proves the prefix is unchanged to a
+process that has read it; a process that finds an index built by another (or by an earlier
+run) checks the CRC of each file's prefix once before it trusts it.
 
 All of that state lives in the cache file (`cache.open_cache`), so a new process answers
 from it at once. Every change happens in one transaction (`LogReader.writing`), so another
@@ -21,6 +22,7 @@ import logging
 import math
 import re
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -29,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.model import Memory, Record, Tombstone, decode
+from obsidian_mcp.memory.timespec import occurred_moment
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 
 logger = logging.getLogger(__name__)
@@ -59,7 +62,7 @@ def terms(text: str) -> set[str]:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-_COLUMNS = "id, ts, content, tags, context, type, source"
+_COLUMNS = "id, ts, content, tags, context, type, source, scope, occurred, supersedes"
 # Weight of the ranking by meaning against the ranking by words (1.0) in their fusion.
 # `python -m bench.memory_bench --meaning` (34 paraphrases over 1,000 memories): hit@1
 # 44% at 1.0, 53% at 2.0 and at 4.0 (hit@5 65%, 65%, 68%); words alone find 0%, 3%.
@@ -67,7 +70,7 @@ MEANING_WEIGHT = 2.0
 # FTS5 columns, in the order of `_FIELD_WEIGHTS`.
 _FIELDS = ("tags", "text")
 
-Row = tuple[str, str, str, str, str, str | None, str | None]
+Row = tuple[str, str, str, str, str, str | None, str | None, str | None, str | None, str]
 
 
 def content_hash(text: str) -> bytes:
@@ -88,10 +91,16 @@ def _moment(micros: int) -> datetime:
     return _EPOCH + micros * _MICROSECOND
 
 
+def happened(memory: Memory) -> datetime:
+    """When it happened: `occurred` where it says, else when it was written."""
+    moment = occurred_moment(memory.occurred) if memory.occurred else None
+    return moment if moment is not None else memory.ts
+
+
 def _memory(row: Row) -> Memory:
-    memory_id, ts, content, tags, context, kind, source = row
+    memory_id, ts, content, tags, context, kind, source, scope, occurred, replaced = row
     return Memory(memory_id, datetime.fromisoformat(ts), content, tuple(json.loads(tags)),
-                  context, kind, source)
+                  context, kind, source, scope, occurred, tuple(json.loads(replaced)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +113,15 @@ class Query:
     start: datetime | None = None
     end: datetime | None = None
     type: str | None = None
+    # One scope's memories and the shared ones; None: every memory.
+    scope: str | None = None
+    include_superseded: bool = False
 
     @property
     def filtered(self) -> bool:
-        """Whether it keeps only some memories (by tags, type or time), text aside."""
+        """Whether it keeps only some memories (by tags, type, scope or time), text aside."""
         return bool(self.tags) or any(
-            part is not None for part in (self.type, self.start, self.end)
+            part is not None for part in (self.type, self.start, self.end, self.scope)
         )
 
 
@@ -170,41 +182,46 @@ def parse(data: bytes, *, keep_raw: bool = False) -> Parsed:
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """Where a run of records leaves an empty index, found without it (for bulk loads and
-    compaction). The same rules as `MemoryIndex.apply`, in one pass over Python dicts:
+    """What a set of records holds, found without an index (for bulk loads and for
+    folding files). The same rules as `MemoryIndex.apply`, in one pass over Python dicts:
     `tests/test_memory_store.py` checks that both give the same index."""
 
-    # Live memories in the order of their last record, and whether each repeats an
-    # earlier one (same content and tags).
-    live: list[Memory]
+    # Live memories in the order first read, with the file each was first read from, and
+    # whether each repeats an earlier one (same content, tags and scope).
+    live: list[tuple[str, Memory]]
     repeats: list[bool]
-    retired: list[Tombstone]
-    # Lines that compaction would drop (bad lines aside).
-    dead_lines: int
+    # Every tombstone, once per id, with its file.
+    retired: list[tuple[str, Tombstone]]
+    # Per file, the memory lines whose id is forgotten (folding drops them).
+    dead: dict[str, int]
+    # For forgotten ids, the file their memory line was first read from.
+    memory_files: dict[str, str]
 
 
-def settle(records: Iterable[Record]) -> Settled:
-    latest: dict[str, Record] = {}
-    applied = 0
-    for record in records:
-        previous = latest.get(record.id)
-        if previous == record:
-            continue  # the same line twice
-        applied += 1
-        if previous is not None:
-            del latest[record.id]  # re-inserted last: a record's slot is its latest line's
-        latest[record.id] = record
-    live = [record for record in latest.values() if isinstance(record, Memory)]
-    retired = [record for record in latest.values() if isinstance(record, Tombstone)]
+def settle(records: Iterable[tuple[str, Record]]) -> Settled:
+    """Records merged by id: a memory's first line counts (its id is minted once), and a
+    tombstone retires its id whichever order the two were read in."""
+    memories: dict[str, tuple[str, Memory]] = {}
+    tombstones: dict[str, tuple[str, Tombstone]] = {}
+    for file, record in records:
+        if isinstance(record, Tombstone):
+            tombstones.setdefault(record.id, (file, record))
+        else:
+            memories.setdefault(record.id, (file, record))
+    live = [(file, m) for file, m in memories.values() if m.id not in tombstones]
+    dead: dict[str, int] = {}
+    memory_files: dict[str, str] = {}
+    for file, memory in memories.values():
+        if memory.id in tombstones:
+            dead[file] = dead.get(file, 0) + 1
+            memory_files[memory.id] = file
     seen: set[tuple[str, frozenset[str]]] = set()
     repeats: list[bool] = []
-    for memory in live:
+    for _, memory in live:
         key = memory.dedup_key
         repeats.append(key in seen)
         seen.add(key)
-    # Every record that is not a live memory is dead (superseded, or a tombstone), and so
-    # is every live repeat.
-    return Settled(live, repeats, retired, applied - len(live) + sum(repeats))
+    return Settled(live, repeats, list(tombstones.values()), dead, memory_files)
 
 
 class MemoryIndex:
@@ -217,100 +234,156 @@ class MemoryIndex:
         # Slots only grow (until a rebuild): the contentless word table keeps a retired
         # slot's words, which must never be taken for a later memory's.
         self.next_slot = 0
-        # Lines that compaction would drop: tombstones, superseded entries, repeats, bad lines.
-        self.dead_lines = 0
 
     # -- building --------------------------------------------------------------------------
 
-    def apply(self, record: Record) -> None:
-        previous = self.latest(record.id)
-        if previous == record:
-            return  # the same line read twice (our own append, then the refresh that sees it)
-        if isinstance(previous, Memory):
-            self._retire(previous)
-            self.dead_lines += 1
-        elif previous is not None and isinstance(record, Memory):
-            self.db.execute("DELETE FROM retired WHERE id = ?", (record.id,))
+    def apply(self, record: Record, file: str) -> None:
+        """Merge one record read from `file`; reading it again changes nothing."""
         if isinstance(record, Tombstone):
-            self.db.execute("INSERT OR REPLACE INTO retired VALUES (?, ?)",
-                            (record.id, record.ts.isoformat()))
-            self.dead_lines += 1
-        else:
-            self._add(record)
+            if self._retired(record.id):
+                return
+            live = self._live_memory(record.id)
+            memory_file = self._retire(live) if live is not None else None
+            self.db.execute("INSERT INTO retired VALUES (?, ?, ?, ?)",
+                            (record.id, record.ts.isoformat(), file, memory_file))
+        elif self._retired(record.id):
+            # A forgotten memory's line, which folding drops: counted once per memory, in
+            # the file it was first read from (as `settle` counts).
+            first = self.db.execute(
+                "UPDATE retired SET memory_file = ? WHERE id = ? AND memory_file IS NULL",
+                (file, record.id),
+            )
+            if first.rowcount:
+                self._count(file, dead=1)
+        elif self._live_memory(record.id) is None:
+            self._insert([(file, record)], [self._is_repeat(record)])
 
-    def _add(self, memory: Memory) -> None:
+    def _count(self, file: str, *, live: int = 0, dead: int = 0) -> None:
+        self.db.execute(
+            "INSERT INTO file_lines VALUES (?, ?, ?) ON CONFLICT (file) DO UPDATE SET "
+            "live = live + excluded.live, dead = dead + excluded.dead", (file, live, dead),
+        )
+
+    def file_lines(self, file: str) -> tuple[int, int]:
+        """(dead, live) memory lines of `file`: forgotten ones folding drops, and the rest."""
+        row = self.db.execute("SELECT dead, live FROM file_lines WHERE file = ?", (file,))
+        found = row.fetchone()
+        return (int(found[0]), int(found[1])) if found is not None else (0, 0)
+
+    def is_retired(self, memory_id: str) -> bool:
+        """Whether this id was forgotten (for good)."""
+        return self._retired(memory_id)
+
+    def _retired(self, memory_id: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM retired WHERE id = ?", (memory_id,))
+        return row.fetchone() is not None
+
+    def _live_memory(self, memory_id: str) -> Memory | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+        found = row.fetchone()
+        return _memory(found) if found is not None else None
+
+    def _is_repeat(self, memory: Memory) -> bool:
         repeat = self.db.execute("SELECT 1 FROM memories WHERE key = ? LIMIT 1",
                                  (_key_hash(memory),))
-        is_repeat = repeat.fetchone() is not None
-        if is_repeat:
-            self.dead_lines += 1
-        self._insert([memory], [is_repeat])
+        return repeat.fetchone() is not None
 
-    def _insert(self, memories: list[Memory], repeats: list[bool]) -> None:
+    def _insert(self, memories: list[tuple[str, Memory]], repeats: list[bool]) -> None:
         first = self.next_slot
         self.next_slot += len(memories)
         self._live += len(memories)
         slots = range(first, self.next_slot)
         self.db.executemany(
-            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(slot, m.id, m.ts.isoformat(), _micros(m.ts), m.content, json.dumps(m.tags),
-              m.context, m.type, m.source, _key_hash(m), int(repeat), content_hash(m.content))
-             for slot, m, repeat in zip(slots, memories, repeats, strict=True)],
+            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+            [(slot, m.id, m.ts.isoformat(), _micros(happened(m)), m.content, json.dumps(m.tags),
+              m.context, m.type, m.source, m.scope, m.occurred, json.dumps(m.supersedes),
+              file, _key_hash(m), int(repeat), content_hash(m.content))
+             for slot, (file, m), repeat in zip(slots, memories, repeats, strict=True)],
         )
         self.db.executemany(
             "INSERT OR IGNORE INTO memory_tags VALUES (?, ?)",
-            [(tag, slot) for slot, m in zip(slots, memories, strict=True) for tag in m.tags],
+            [(tag, slot) for slot, (_, m) in zip(slots, memories, strict=True)
+             for tag in m.tags],
         )
         self.db.executemany(
             "INSERT INTO words (rowid, tags, text) VALUES (?, ?, ?)",
             [(slot, " ".join(terms(" ".join(m.tags).replace("/", " "))),
               " ".join(terms(m.content + " " + m.context)))
-             for slot, m in zip(slots, memories, strict=True)],
+             for slot, (_, m) in zip(slots, memories, strict=True)],
+        )
+        self.db.executemany(
+            "INSERT OR IGNORE INTO supersessions VALUES (?, ?)",
+            [(old, m.id) for _, m in memories for old in m.supersedes],
+        )
+        replaced = {old for _, m in memories for old in m.supersedes}
+        fresh = {m.id for _, m in memories}
+        self._mark_superseded(replaced | fresh)
+        per_file: dict[str, int] = {}
+        for file, _ in memories:
+            per_file[file] = per_file.get(file, 0) + 1
+        for file, count in per_file.items():
+            self._count(file, live=count)
+
+    def _mark_superseded(self, ids: Iterable[str]) -> None:
+        """Recompute `superseded` for these ids: set while a live memory replaces them."""
+        self.db.execute(
+            "UPDATE memories SET superseded = EXISTS (SELECT 1 FROM supersessions s "
+            "WHERE s.old = memories.id) WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(ids)),),
         )
 
-    def load(self, records: Iterable[Record]) -> None:
-        """Apply `records` to an empty index at once: what a rebuild does, about ten times
-        faster than one `apply` at a time."""
+    def load(self, records: Iterable[tuple[str, Record]]) -> None:
+        """Merge `records` (with the file each was read from) into an empty index at once:
+        what a rebuild does, about ten times faster than one `apply` at a time."""
         assert self.next_slot == 0 and self._live == 0, "load() needs an empty index"
         settled = settle(records)
-        self.db.executemany("INSERT OR REPLACE INTO retired VALUES (?, ?)",
-                            [(t.id, t.ts.isoformat()) for t in settled.retired])
+        self.db.executemany(
+            "INSERT INTO retired VALUES (?, ?, ?, ?)",
+            [(t.id, t.ts.isoformat(), file, settled.memory_files.get(t.id))
+             for file, t in settled.retired],
+        )
         self._insert(settled.live, settled.repeats)
-        self.dead_lines += settled.dead_lines
+        for file, count in settled.dead.items():
+            self._count(file, dead=count)
 
     @property
     def empty(self) -> bool:
-        return self.next_slot == 0 and self.dead_lines == 0
+        if self.next_slot:
+            return False
+        return self.db.execute("SELECT 1 FROM retired LIMIT 1").fetchone() is None
 
-    def _retire(self, memory: Memory) -> None:
-        slot, key, repeat = self.db.execute(
-            "SELECT slot, key, repeat FROM memories WHERE id = ?", (memory.id,)
+    def _retire(self, memory: Memory) -> str:
+        """Take a live memory out; the file its line was read from."""
+        slot, key, repeat, file = self.db.execute(
+            "SELECT slot, key, repeat, file FROM memories WHERE id = ?", (memory.id,)
         ).fetchone()
         self.db.execute("DELETE FROM memories WHERE slot = ?", (slot,))
+        self._count(file, live=-1, dead=1)
         self.db.executemany("DELETE FROM memory_tags WHERE tag = ? AND slot = ?",
                             [(tag, slot) for tag in memory.tags])
         self._live -= 1
+        if memory.supersedes:  # what it replaced is current again, unless another replaces it
+            self.db.execute("DELETE FROM supersessions WHERE new = ?", (memory.id,))
+            self._mark_superseded(memory.supersedes)
         same = self.db.execute(
             "SELECT slot FROM memories WHERE key = ? ORDER BY slot LIMIT 1", (key,)
         ).fetchone()
-        if same is not None:
-            self.dead_lines -= 1  # one repeat fewer; the retired line is counted by apply
-            if not repeat:  # the next one takes over
-                self.db.execute("UPDATE memories SET repeat = 0 WHERE slot = ?", same)
+        if same is not None and not repeat:  # the next one takes over
+            self.db.execute("UPDATE memories SET repeat = 0 WHERE slot = ?", same)
+        return str(file)
 
     def clear(self) -> None:
-        for table in ("memories", "retired", "memory_tags"):
+        for table in ("memories", "retired", "memory_tags", "supersessions", "file_lines"):
             self.db.execute(f"DELETE FROM {table}")
         self.db.execute("INSERT INTO words (words) VALUES ('delete-all')")
-        self._live = self.next_slot = self.dead_lines = 0
+        self._live = self.next_slot = 0
 
     def counters(self) -> dict[str, int]:
-        return {"live": self._live, "next_slot": self.next_slot, "dead_lines": self.dead_lines}
+        return {"live": self._live, "next_slot": self.next_slot}
 
     def set_counters(self, values: Mapping[str, int]) -> None:
         self._live = values.get("live", 0)
         self.next_slot = values.get("next_slot", 0)
-        self.dead_lines = values.get("dead_lines", 0)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -329,8 +402,10 @@ class MemoryIndex:
     def __contains__(self, memory_id: str) -> bool:
         return self.latest(memory_id) is not None
 
-    def find_same(self, content: str, tags: Iterable[str]) -> Memory | None:
-        probe = Memory("", _EPOCH, content, tuple(tags), "")
+    def find_same(
+        self, content: str, tags: Iterable[str], scope: str | None = None
+    ) -> Memory | None:
+        probe = Memory("", _EPOCH, content, tuple(tags), "", scope=scope)
         row = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE key = ? AND repeat = 0", (_key_hash(probe),)
         ).fetchone()
@@ -349,17 +424,47 @@ class MemoryIndex:
         )
         return [(tag, count) for tag, count in rows]
 
-    def primaries(self) -> Iterator[Memory]:
-        """Live memories in file order, each repeat left out."""
-        rows = self.db.execute(f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 ORDER BY slot")
+    def scope_counts(self) -> list[tuple[str, int]]:
+        """Scopes in use with their current memory counts, most used first."""
+        rows = self.db.execute(
+            "SELECT scope, COUNT(*) FROM memories WHERE repeat = 0 AND superseded = 0 AND "
+            "scope IS NOT NULL GROUP BY scope ORDER BY 2 DESC, 1"
+        )
+        return [(scope, count) for scope, count in rows]
+
+    def primaries(self, *, include_superseded: bool = True) -> Iterator[Memory]:
+        """Live memories in the order read, each repeat left out."""
+        current = "" if include_superseded else " AND superseded = 0"
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0{current} ORDER BY slot"
+        )
         return map(_memory, rows.fetchall())
 
     def recent(self, limit: int) -> list[Memory]:
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 ORDER BY at DESC, id DESC "
-            "LIMIT ?", (limit,),
+            f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 AND superseded = 0 "
+            "ORDER BY at DESC, id DESC LIMIT ?", (limit,),
         )
         return [_memory(row) for row in rows]
+
+    def replacements(self, ids: Iterable[str]) -> dict[str, str]:
+        """For superseded ids among these, the live memory that replaces each (the newest)."""
+        rows = self.db.execute(
+            "SELECT s.old, s.new FROM supersessions s JOIN memories m ON m.id = s.new "
+            "WHERE s.old IN (SELECT value FROM json_each(?)) ORDER BY m.slot",
+            (json.dumps(sorted(ids)),),
+        )
+        return dict(rows.fetchall())
+
+    def is_primary(self, memory_id: str) -> bool:
+        """Whether this id is a live memory that repeats no earlier one."""
+        row = self.db.execute("SELECT repeat FROM memories WHERE id = ?", (memory_id,))
+        found = row.fetchone()
+        return found is not None and not found[0]
+
+    def current(self, memory_id: str) -> Memory | None:
+        """The live memory with this id, superseded or not."""
+        return self._live_memory(memory_id)
 
     def covered(self, below_slot: int) -> int:
         """Live memories (repeats aside) among the slots below `below_slot`."""
@@ -404,6 +509,11 @@ class MemoryIndex:
     def _filters(query: Query) -> tuple[str, list[object]]:
         clauses = ["repeat = 0"]
         params: list[object] = []
+        if not query.include_superseded:
+            clauses.append("superseded = 0")
+        if query.scope is not None:
+            clauses.append("(scope IS NULL OR scope = ?)")
+            params.append(query.scope)
         if query.tags:
             marks = ", ".join("?" * len(query.tags))
             tagged = f"SELECT slot FROM memory_tags WHERE tag IN ({marks})"
@@ -475,6 +585,18 @@ class MemoryIndex:
         return Selection(self._fetch(best), len(pool), _moment(max(pool.values())),
                          _moment(min(pool.values())))
 
+    def with_meanings(self, query: Query, hashes: Iterable[bytes]) -> list[Memory]:
+        """The memories `query`'s filters keep whose content hash is among `hashes`."""
+        wanted = list(hashes)
+        if not wanted:
+            return []
+        where, params = self._filters(query)
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE {where} AND meaning IN "
+            f"({', '.join('?' * len(wanted))})", [*params, *wanted],
+        )
+        return [_memory(row) for row in rows]
+
     def meanings(self, query: Query) -> set[bytes]:
         """The content hashes of the memories `query`'s filters keep (its text aside)."""
         where, params = self._filters(query)
@@ -490,28 +612,78 @@ class MemoryIndex:
         return {slot: similar[meaning] for slot, meaning in rows}
 
 
-_READER_STATE = ("offset", "anchor", "anchor_end", "crc", "invalid_lines", "torn_tail",
-                 "generation")
+@dataclass(slots=True)
+class FileState:
+    """Where the index stands in one memory file."""
+
+    # Bytes consumed, and their CRC; the last non-empty line consumed ends at `anchor_end`.
+    offset: int = 0
+    crc: int = 0
+    anchor: bytes = b""
+    anchor_end: int = 0
+    invalid_lines: int = 0
+    # Bytes after the last newline that do not parse: a write cut short (or in progress).
+    torn_tail: bool = False
+    # Records read from it.
+    lines: int = 0
+    # The file's inode on disk when last read (None through REST).
+    inode: int | None = None
+
+    @property
+    def anchor_start(self) -> int:
+        return self.anchor_end - len(self.anchor)
+
+    def dumps(self) -> str:
+        return json.dumps([self.offset, self.crc, self.anchor.hex(), self.anchor_end,
+                           self.invalid_lines, int(self.torn_tail), self.lines, self.inode])
+
+    @classmethod
+    def loads(cls, text: str) -> "FileState":
+        offset, crc, anchor, anchor_end, invalid, torn, lines, inode = json.loads(text)
+        return cls(offset, crc, bytes.fromhex(anchor), anchor_end, invalid, bool(torn), lines,
+                   inode)
+
+
+@dataclass(frozen=True, slots=True)
+class FileView:
+    """One memory file as a refresh finds it: its size, how to read a range of it, and on
+    disk its inode (a file replaced by a rename, as sync tools write, has a new one)."""
+
+    size: int
+    read: Callable[[int, int], bytes]
+    inode: int | None = None
+
+
+def bytes_view(data: bytes) -> FileView:
+    return FileView(len(data), lambda start, length: data[start : start + length])
+
+
+# A memory file shorter than what the index read of it for this long was rewritten (see
+# `LogReader`); the plugin's truncate-then-write lasts milliseconds.
+SHORT_REWRITE_SECONDS = 10.0
 
 
 class LogReader:
-    """Where the index stands in the file, and what the file held that was not a record."""
+    """Where the index stands in every memory file, and what they held that was not a
+    record. The files are merged as `settle` says; a file that grew is read from where it
+    was left, and any other change (a file removed by the compaction of its writer, or
+    rewritten) rebuilds the index from all of them."""
 
-    def __init__(self, index: MemoryIndex | None = None) -> None:
+    def __init__(
+        self, index: MemoryIndex | None = None, *, rewrite_after: float = SHORT_REWRITE_SECONDS
+    ) -> None:
         self.index = index if index is not None else MemoryIndex(open_cache(None))
-        # Bytes consumed, and their CRC; the last non-empty line consumed ends at `anchor_end`.
-        self.offset = 0
-        self.crc = 0
-        self.anchor = b""
-        self.anchor_end = 0
-        self.invalid_lines = 0
-        # Bytes after the last newline that do not parse: a write cut short (or in progress).
-        self.torn_tail = False
+        self.files: dict[str, FileState] = {}
+        # Files found shorter than what the index read of them, and since when (monotonic):
+        # the plugin writes a file by truncating it first, so a read in between sees it
+        # short for a moment; one short for `rewrite_after` seconds was rewritten.
+        self._short_since: dict[str, float] = {}
+        self._rewrite_after = rewrite_after
         # Rebuilds of the index since the cache was made.
         self.generation = 0
-        # Whether this process has checked the cache against the file (then the anchor is
-        # enough; see the module docstring).
-        self._verified = False
+        # Files this process has checked against the cache (then the anchor is enough; see
+        # the module docstring).
+        self._verified: set[str] = set()
         self._depth = 0
 
     # -- transactions ----------------------------------------------------------------------
@@ -550,73 +722,140 @@ class LogReader:
         return self._transaction("BEGIN")
 
     def _load(self) -> None:
-        saved: dict[str, object] = dict(self.index.db.execute("SELECT key, value FROM state"))
+        db = self.index.db
+        saved: dict[str, object] = dict(db.execute("SELECT key, value FROM state"))
         counts = {key: int(value) for key, value in saved.items() if isinstance(value, int)}
         self.index.set_counters(counts)
-        self.offset = counts.get("offset", 0)
-        self.crc = counts.get("crc", 0)
-        self.anchor_end = counts.get("anchor_end", 0)
-        self.invalid_lines = counts.get("invalid_lines", 0)
-        self.torn_tail = bool(counts.get("torn_tail", 0))
         self.generation = counts.get("generation", 0)
-        anchor = saved.get("anchor", b"")
-        self.anchor = anchor if isinstance(anchor, bytes) else b""
+        self.files = {name: FileState.loads(text)
+                      for name, text in db.execute("SELECT name, state FROM files")}
 
     def _save(self) -> None:
-        values: dict[str, object] = {name: getattr(self, name) for name in _READER_STATE}
-        values["torn_tail"] = int(self.torn_tail)
-        values.update(self.index.counters())
-        self.index.db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", values.items())
+        db = self.index.db
+        values: dict[str, object] = {"generation": self.generation, **self.index.counters()}
+        db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", values.items())
+        db.execute("DELETE FROM files")
+        db.executemany("INSERT INTO files VALUES (?, ?)",
+                       [(name, state.dumps()) for name, state in self.files.items()])
 
-    # -- following the file ----------------------------------------------------------------
+    # -- what the files held -----------------------------------------------------------------
 
     @property
-    def anchor_start(self) -> int:
-        return self.anchor_end - len(self.anchor)
+    def offset(self) -> int:
+        """Bytes read from all the files."""
+        return sum(state.offset for state in self.files.values())
 
-    def _mismatch(self, size: int, read: Callable[[int, int], bytes]) -> str | None:
-        """Why the index cannot be extended over a file of `size` bytes, or None."""
-        if size < self.offset:
-            return "the file is shorter than what the index holds"
-        if read(self.anchor_start, len(self.anchor)) != self.anchor:
-            return "the file was rewritten"
-        if not self._verified and zlib.crc32(read(0, self.offset)) != self.crc:
-            return "the file's start changed since the cache was built"
+    @property
+    def invalid_lines(self) -> int:
+        return sum(state.invalid_lines for state in self.files.values())
+
+    @property
+    def torn_tail(self) -> bool:
+        return any(state.torn_tail for state in self.files.values())
+
+    @property
+    def lines(self) -> int:
+        return sum(state.lines for state in self.files.values())
+
+    # -- following the files ----------------------------------------------------------------
+
+    def _mismatch(self, views: Mapping[str, FileView]) -> str | None:
+        """Why the index cannot be extended over these files, or None."""
+        for name in self.files:
+            if name not in views:
+                return f"{name} was removed (folded into another file by its writer)"
+        for name, view in views.items():
+            state = self.files.get(name)
+            if state is None:
+                continue
+            if view.size < state.offset:
+                if view.inode is not None and state.inode is not None \
+                        and view.inode != state.inode:
+                    return f"{name} was replaced by a shorter file"
+                since = self._short_since.get(name)
+                if since is not None and time.monotonic() - since >= self._rewrite_after:
+                    return f"{name} was rewritten shorter"
+                continue
+            if view.read(state.anchor_start, len(state.anchor)) != state.anchor:
+                return f"{name} was rewritten"
+            if name not in self._verified and zlib.crc32(view.read(0, state.offset)) != state.crc:
+                return f"{name}'s start changed since the cache was built"
         return None
 
-    def follow(self, size: int, read: Callable[[int, int], bytes]) -> None:
-        """Bring the index to the end of a file of `size` bytes, read by `read(start,
-        length)`: extended over what was added, or rebuilt if the file changed otherwise.
-        Call inside `writing()`."""
-        problem = self._mismatch(size, read)
+    def follow(self, views: Mapping[str, FileView]) -> None:
+        """Bring the index to the end of every file in `views` (all the memory files there
+        are): extended over what was added, or rebuilt if a file changed otherwise. Call
+        inside `writing()`."""
+        problem = self._mismatch(views)
         if problem is not None:
-            if self.offset:
-                logger.info("memory index: %s; rebuilding it from the file", problem)
+            if self.files:
+                logger.info("memory index: %s; rebuilding it from the files", problem)
             self.reset()
-        self.consume(read(self.offset, size - self.offset))
-        self._verified = True
+        self.extend(views)
+
+    def extend(self, views: Mapping[str, FileView]) -> None:
+        """Read what was added to these files (others untouched); inside `writing()`."""
+        read: list[tuple[str, Record]] = []
+        for name in sorted(views):
+            view = views[name]
+            state = self.files.setdefault(name, FileState())
+            if view.size < state.offset:
+                self._short_since.setdefault(name, time.monotonic())  # read it next time
+                continue
+            self._short_since.pop(name, None)
+            state.inode = view.inode
+            read += [(name, record) for record in self._consume(state, view)]
+            self._verified.add(name)
+        if self.index.empty:
+            self.index.load(read)
+        else:
+            for name, record in read:
+                self.index.apply(record, name)
+
+    def _consume(self, state: FileState, view: FileView) -> list[Record]:
+        data = view.read(state.offset, view.size - state.offset)
+        parsed = parse(data)
+        state.invalid_lines += parsed.invalid_lines
+        state.lines += len(parsed.records)
+        if parsed.last_line:
+            state.anchor, state.anchor_end = parsed.last_line, state.offset + parsed.last_end
+        state.torn_tail = parsed.torn_tail
+        state.crc = zlib.crc32(data[: parsed.consumed], state.crc)
+        state.offset += parsed.consumed
+        return parsed.records
+
+    def fold(self, names: Iterable[str], into: str) -> None:
+        """Forget files this process folded into `into` itself (their records are there
+        already, and in the index); inside `writing()`."""
+        folded = sorted(set(names) - {into})
+        for name in folded:
+            self.files.pop(name, None)
+            self._verified.discard(name)
+        db = self.index.db
+        for table in ("memories", "retired"):
+            db.execute(
+                f"UPDATE {table} SET file = ? WHERE file IN (SELECT value FROM json_each(?))",
+                (into, json.dumps(folded)),
+            )
+        # The new file holds every live line of the folded ones, and none dead.
+        every = json.dumps([*folded, into])
+        db.execute(
+            "INSERT INTO file_lines SELECT ?, COALESCE(SUM(live), 0), 0 FROM file_lines "
+            "WHERE file IN (SELECT value FROM json_each(?)) ON CONFLICT (file) DO UPDATE SET "
+            "live = excluded.live, dead = 0", (into, every),
+        )
+        db.execute("DELETE FROM file_lines WHERE file IN (SELECT value FROM json_each(?))",
+                   (json.dumps(folded),))
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a file was found short: read again at the next refresh."""
+        return bool(self._short_since)
 
     def reset(self) -> None:
-        """Empty the index, to read the file again from its start; inside `writing()`."""
+        """Empty the index, to read the files again from their start; inside `writing()`."""
         self.index.clear()
-        self.offset = self.crc = self.anchor_end = self.invalid_lines = 0
-        self.anchor = b""
-        self.torn_tail = False
+        self.files = {}
+        self._short_since = {}
+        self._verified = set()
         self.generation += 1
-
-    def consume(self, data: bytes) -> list[Record]:
-        """Parse `data`, the file's bytes from `offset` on; returns the records read."""
-        parsed = parse(data)
-        if self.index.empty and not self.offset:
-            self.index.load(parsed.records)
-        else:
-            for record in parsed.records:
-                self.index.apply(record)
-        self.invalid_lines += parsed.invalid_lines
-        self.index.dead_lines += parsed.invalid_lines
-        if parsed.last_line:
-            self.anchor, self.anchor_end = parsed.last_line, self.offset + parsed.last_end
-        self.torn_tail = parsed.torn_tail
-        self.crc = zlib.crc32(data[: parsed.consumed], self.crc)
-        self.offset += parsed.consumed
-        return parsed.records

@@ -47,6 +47,11 @@ class MemoryVectors:
     # -- the model -------------------------------------------------------------------------
 
     @property
+    def available(self) -> bool:
+        """Whether a model is set up and has not failed to load."""
+        return self._load is not None and self.problem is None
+
+    @property
     def embedder(self) -> Embedder | None:
         """The model if it is loaded; never waits."""
         return self._model.embedder if self._model is not None else None
@@ -103,10 +108,12 @@ class MemoryVectors:
             self._chunks = []
         return self._matrix
 
-    def nearest(self, query: Matrix, among: Set[bytes] | None = None) -> dict[bytes, float]:
-        """Cosine similarity of the closest memories to `query` (one row), by content hash;
-        only those `among` these content hashes when given (what a recall's filters keep:
-        the closest of all may be none of them)."""
+    def nearest(
+        self, query: Matrix, among: Set[bytes] | None = None, *, floor: float = MEANING_FLOOR
+    ) -> dict[bytes, float]:
+        """Cosine similarity of the closest memories to `query` (one row), by content hash,
+        from `floor` up; only those `among` these content hashes when given (what a recall's
+        filters keep: the closest of all may be none of them)."""
         matrix = self._stacked()
         if matrix is None:
             return {}
@@ -121,8 +128,7 @@ class MemoryVectors:
         most = min(MOST_SIMILAR, len(rows))
         top = rows[np.argpartition(-similarity[rows], most - 1)[:most]]
         hashes = list(self._row_of)
-        return {hashes[row]: float(similarity[row]) for row in top
-                if similarity[row] >= MEANING_FLOOR}
+        return {hashes[row]: float(similarity[row]) for row in top if similarity[row] >= floor}
 
 
 def cached_vectors(

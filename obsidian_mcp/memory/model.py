@@ -1,7 +1,11 @@
 """A memory, its line in the store, and the rules for what may be stored.
 
 One record per line, UTF-8 JSON. An entry line carries the memory; a tombstone line
-(`{"id": ..., "ts": ..., "forgotten": true}`) retires the id. The last line for an id wins.
+(`{"id": ..., "ts": ..., "forgotten": true}`) retires the id for good. Records never change
+once written: a memory's id is minted once, so the lines of several files (one per writer,
+see `files`) merge by id in any order, and a tombstone wins over its memory wherever each
+was read from. An entry may name the ids it `supersedes` (a fact that changed): those stay
+stored, and recall shows them only on request.
 """
 
 import json
@@ -21,6 +25,9 @@ MAX_CONTEXT_CHARS = 1000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_TYPE_CHARS = 32
+MAX_SCOPE_CHARS = 64
+# A memory replaces a few others at most; more means the agent meant something else.
+MAX_SUPERSEDES = 20
 # The source is a vault path, so it has a path's limit.
 MAX_SOURCE_CHARS = MAX_PATH_CHARS
 
@@ -38,10 +45,16 @@ class Memory:
     context: str
     type: str | None = None
     source: str | None = None
+    # Whose knowledge it is (a character, persona or project); None is shared by all.
+    scope: str | None = None
+    # When it happened, if not when it was written: an ISO date or a UTC date and time.
+    occurred: str | None = None
+    # Ids of the memories this one replaces.
+    supersedes: tuple[str, ...] = ()
 
     @property
     def dedup_key(self) -> tuple[str, frozenset[str]]:
-        return dedup_key(self.content, self.tags)
+        return dedup_key(self.content, self.tags, self.scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +66,13 @@ class Tombstone:
 Record = Memory | Tombstone
 
 
-def dedup_key(content: str, tags: Iterable[str]) -> tuple[str, frozenset[str]]:
-    """What makes two memories the same: their words (spacing aside) and their tag set."""
-    return " ".join(content.split()), frozenset(tags)
+def dedup_key(
+    content: str, tags: Iterable[str], scope: str | None = None
+) -> tuple[str, frozenset[str]]:
+    """What makes two memories the same: their words (spacing aside), their tag set and
+    their scope (the same words known to two characters are two memories)."""
+    words = " ".join(content.split())
+    return (words if scope is None else f"{scope}\0{words}"), frozenset(tags)
 
 
 def format_ts(ts: datetime) -> str:
@@ -73,6 +90,12 @@ def encode(record: Record) -> str:
             data["type"] = record.type
         if record.source is not None:
             data["source"] = record.source
+        if record.scope is not None:
+            data["scope"] = record.scope
+        if record.occurred is not None:
+            data["occurred"] = record.occurred
+        if record.supersedes:
+            data["supersedes"] = list(record.supersedes)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
@@ -103,6 +126,12 @@ def decode(line: bytes) -> Record | None:
         tag_list = cast(list[object], tags)
         if not all(isinstance(tag, str) for tag in tag_list) or not isinstance(context, str):
             return None
+        replaced = fields.get("supersedes", [])
+        if not isinstance(replaced, list):
+            return None
+        replaced_list = cast(list[object], replaced)
+        if not all(isinstance(old, str) for old in replaced_list):
+            return None
         return Memory(
             id=record_id,
             ts=ts,
@@ -111,6 +140,9 @@ def decode(line: bytes) -> Record | None:
             context=context,
             type=_optional_str(fields.get("type")),
             source=_optional_str(fields.get("source")),
+            scope=_optional_str(fields.get("scope")),
+            occurred=_optional_str(fields.get("occurred")),
+            supersedes=tuple(cast(list[str], replaced_list)),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -169,6 +201,31 @@ def normalize_type(raw: str | None) -> str | None:
             "characters), e.g. fact, decision, event, preference."
         )
     return kind
+
+
+def normalize_scope(raw: str | None) -> str | None:
+    """A scope is a name like a tag ('tamsin', 'project-x'); empty means shared."""
+    if raw is None or not raw.strip():
+        return None
+    scope = raw.strip().lower()
+    if len(scope) > MAX_SCOPE_CHARS or not _TAG.match(scope):
+        suggestion = "-".join(re.findall(r"[\w/-]+", scope))[:MAX_SCOPE_CHARS] or "tamsin"
+        raise InvalidArgument(
+            f"The scope {excerpt(raw)} should be one short name (letters, digits, '_', '-', "
+            f"'/'; at most {MAX_SCOPE_CHARS} characters), e.g. {excerpt(suggestion)}."
+        )
+    return scope
+
+
+def normalize_ids(raw: Iterable[str], name: str) -> tuple[str, ...]:
+    """Memory ids as the agent passed them, cleaned and without repeats."""
+    ids = tuple(dict.fromkeys(part.strip().lower() for part in raw if part.strip()))
+    if len(ids) > MAX_SUPERSEDES:
+        raise InvalidArgument(
+            f"{name} names {len(ids)} memories; give at most {MAX_SUPERSEDES}, the ids this "
+            "memory replaces."
+        )
+    return ids
 
 
 def validate_memory(

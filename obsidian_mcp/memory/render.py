@@ -3,18 +3,20 @@
 from datetime import datetime
 from typing import Any
 
-from obsidian_mcp.limits import MAX_ID_CHARS
+from obsidian_mcp.limits import MAX_ID_CHARS, MAX_MOMENT_CHARS
 from obsidian_mcp.memory.model import (
     MAX_CONTENT_CHARS,
     MAX_CONTEXT_CHARS,
+    MAX_SCOPE_CHARS,
     MAX_SOURCE_CHARS,
+    MAX_SUPERSEDES,
     MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TYPE_CHARS,
     Memory,
     format_ts,
 )
-from obsidian_mcp.memory.store import MemoryStatus, Recall
+from obsidian_mcp.memory.store import MemoryStatus, Recall, Remembered
 from obsidian_mcp.memory.timespec import age
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -62,6 +64,9 @@ def shown_fields(memory: Memory, max_field: int | None = None) -> Memory:
         context=field(memory.context, MAX_CONTEXT_CHARS),
         type=field(memory.type, MAX_TYPE_CHARS) if memory.type is not None else None,
         source=field(memory.source, MAX_SOURCE_CHARS) if memory.source is not None else None,
+        scope=field(memory.scope, MAX_SCOPE_CHARS) if memory.scope is not None else None,
+        occurred=field(memory.occurred, MAX_MOMENT_CHARS) if memory.occurred else None,
+        supersedes=tuple(field(old, MAX_ID_CHARS) for old in memory.supersedes[:MAX_SUPERSEDES]),
     )
 
 
@@ -69,15 +74,33 @@ def _memories(count: int) -> str:
     return plural(count, "memory", "memories")
 
 
-def format_memory(memory: Memory, now: datetime, *, max_field: int | None = None) -> str:
-    """One memory in three short lines: id, age, type and tags; content; why and source."""
+def _when(memory: Memory, now: datetime) -> list[str]:
+    """When it was written, and when it happened where that differs."""
+    written = age(memory.ts, now)
+    if memory.occurred and memory.occurred[:10] != format_ts(memory.ts)[:10]:
+        return [f"happened {memory.occurred}", f"written {written}"]
+    return [written]
+
+
+def format_memory(
+    memory: Memory, now: datetime, *, max_field: int | None = None,
+    replaced_by: str | None = None,
+) -> str:
+    """One memory in three short lines: id, age, type, scope and tags; content; why,
+    source, and what replaced it."""
     memory = shown_fields(memory, max_field)
-    head = [memory.id, age(memory.ts, now)]
+    head = [memory.id, *_when(memory, now)]
     if memory.type:
         head.append(memory.type)
+    if memory.scope:
+        head.append(f"scope {memory.scope}")
     head.append(" ".join("#" + tag for tag in memory.tags))
     lines = ["- " + " · ".join(head), "  " + memory.content.replace("\n", "\n  ")]
     tail: list[str] = []
+    if replaced_by:
+        tail.append(f"SUPERSEDED by {replaced_by}")
+    if memory.supersedes:
+        tail.append("replaces " + ", ".join(memory.supersedes))
     if memory.context:
         tail.append("why: " + memory.context)
     if memory.source:
@@ -88,6 +111,9 @@ def format_memory(memory: Memory, now: datetime, *, max_field: int | None = None
 
 
 def summary_line(recall: Recall) -> str:
+    if recall.no_match:
+        return (f"No memory is about that ({' '.join(recall.criteria)}); the nearest follow, "
+                "weak. Next: other words, tags, or vault_semantic_query on the notes.")
     what = " ".join([_memories(recall.total), *recall.criteria])
     if recall.newest is None or recall.oldest is None:
         return what
@@ -116,7 +142,11 @@ def _nothing_found(recall: Recall) -> str:
 
 
 def _meaning_line(recall: Recall) -> list[str]:
-    return [f"({recall.meaning_note})"] if recall.meaning_note else []
+    lines = [f"({recall.meaning_note})"] if recall.meaning_note else []
+    if recall.scopes:
+        scopes = ", ".join(f"{scope} ({count})" for scope, count in recall.scopes)
+        lines.append(f"Scopes: {scopes}; scope= shows one's and the shared.")
+    return lines
 
 
 def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
@@ -127,7 +157,8 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
     shown: list[str] = []
     squeezed: int | None = None
     for memory in recall.memories:
-        text = format_memory(memory, recall.now)
+        replaced_by = recall.replaced_by.get(memory.id)
+        text = format_memory(memory, recall.now, replaced_by=replaced_by)
         cost = estimate_tokens(text) + 1
         if cost > budget:
             if shown:
@@ -136,7 +167,8 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
             # content, context, tags, and the source (shown twice, as link and path). Each
             # keeps a readable minimum, so a tiny budget still says what the memory is.
             squeezed = max(max(budget, 0) * 4 // 5, _MIN_FIELD_CHARS)
-            text = format_memory(memory, recall.now, max_field=squeezed)
+            text = format_memory(memory, recall.now, max_field=squeezed,
+                                 replaced_by=replaced_by)
             cost = estimate_tokens(text) + 1
         shown.append(text)
         budget -= cost
@@ -185,6 +217,12 @@ def memory_data(memory: Memory, now: datetime, max_field: int | None = None) -> 
         data["type"] = memory.type
     if memory.source:
         data["source"] = memory.source
+    if memory.scope:
+        data["scope"] = memory.scope
+    if memory.occurred:
+        data["occurred"] = memory.occurred
+    if memory.supersedes:
+        data["supersedes"] = list(memory.supersedes)
     return data
 
 
@@ -195,11 +233,17 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
         memory_data(m, recall.now, squeezed if i == 0 else None)
         for i, m in enumerate(recall.memories[:shown])
     ]
+    for entry in memories:
+        if entry["id"] in recall.replaced_by:
+            entry["superseded_by"] = recall.replaced_by[entry["id"]]
     data: dict[str, Any] = {
         "summary": summary_line(recall) if recall.total else _nothing_found(recall),
+        "no_match": recall.no_match or not recall.total,
         "total": recall.total,
         "memories": memories,
     }
+    if recall.scopes:
+        data["scopes"] = dict(recall.scopes)
     if recall.known_tags:
         data["known_tags"] = dict(recall.known_tags)
     if recall.meaning_note:
@@ -217,18 +261,12 @@ def render_overview(
         f"# Memory: {_memories(status.memories)}, {plural(len(tags), 'tag')} "
         f"({status.path}, {status.source})"
     ]
-    problems: list[str] = []
+    problems: list[str] = [f"{plural(status.files, 'file')} read"]
     if status.invalid_lines:
         problems.append(f"{plural(status.invalid_lines, 'invalid line')} skipped")
     if status.torn_tail:
         problems.append("a torn last line (an interrupted write) skipped")
-    if status.compaction_refused and status.dead_lines:
-        problems.append(
-            f"{plural(status.dead_lines, 'retired line')} kept: compaction needs the vault "
-            "folder (OBSIDIAN_VAULT_PATH)"
-        )
-    if problems:
-        lines.append("File: " + "; ".join(problems) + ".")
+    lines.append("Files: " + "; ".join(problems) + ".")
     if tags:
         lines.append("Tags: " + ", ".join(f"{tag} ({count})" for tag, count in tags))
     if memories:
@@ -239,3 +277,33 @@ def render_overview(
     lines.append("")
     lines.append("Recall by tag or text with vault_recall(tags=[...], query=...).")
     return "\n".join(lines)
+
+
+def render_remembered(result: Remembered, now: datetime) -> str:
+    """What vault_remember answers: the id, what it replaced, and the memories close to it
+    with what to do about the nearest."""
+    memory = result.memory
+    tag_list = ", ".join(repr(tag) for tag in memory.tags)
+    recall = f"vault_recall(tags=[{tag_list}]" + (
+        f", scope={memory.scope!r})" if memory.scope else ")")
+    if not result.created:
+        return (f"Already remembered as {memory.id} (same content, tags and scope); nothing "
+                f"written. Recall with {recall}.")
+    lines = [f"Remembered as {memory.id}. Recall with {recall}."]
+    if result.superseded:
+        lines.append("It replaces " + ", ".join(old.id for old in result.superseded)
+                     + "; recall shows them only with include_superseded=true.")
+    near = result.near_duplicate
+    if near is not None:
+        lines.append(
+            f"Nearly the same as {near.id}: if the new one replaces it, call "
+            f"vault_forget({memory.id!r}) and remember it again with supersedes=[{near.id!r}]; "
+            f"if it adds nothing, vault_forget({memory.id!r})."
+        )
+    if result.similar:
+        lines.append("Closest stored:")
+        lines += [f"- {close.memory.id} ({close.score:.2f}) "
+                  f"{_clip(' '.join(close.memory.content.split()), 120)}"
+                  for close in result.similar]
+    return "\n".join(lines)
+

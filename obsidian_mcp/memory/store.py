@@ -1,13 +1,15 @@
-"""The memory store: remember, recall, forget, over one JSON-lines file in the vault.
+"""The memory store: remember, recall, forget, over JSON-lines files in the vault.
 
 Every operation holds one lock per store, under which the index is brought up to date and
 used; file I/O and SQLite run in worker threads or over HTTP while the lock is held, so the
-index is never read while it changes. See `logfile` for how the file is shared between
-processes, `index` for the index's cache, and `meaning` for recall by meaning.
+index is never read while it changes. See `files` for why every writer has a file of its
+own, `logfile` for how they are read, written and folded, `index` for the index's cache,
+`meaning` for recall by meaning, and `view` for the Markdown page the user reads.
 """
 
 import logging
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,9 +23,11 @@ import numpy as np
 from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.memory.cache import open_cache
+from obsidian_mcp.memory.files import MemoryFiles, SlotLocks, device_id, lock_folder
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, Query, content_hash, terms
-from obsidian_mcp.memory.logfile import Compaction, DiskLog, MemoryLog, RestLog
+from obsidian_mcp.memory.logfile import Compaction, DiskAccess, MemoryLog, RestAccess
 from obsidian_mcp.memory.meaning import (
+    MEANING_FLOOR,
     MemoryVectors,
     cached_vectors,
     drop_stale_vectors,
@@ -35,11 +39,14 @@ from obsidian_mcp.memory.model import (
     Record,
     Tombstone,
     format_ts,
+    normalize_ids,
+    normalize_scope,
     normalize_tags,
     normalize_type,
     validate_memory,
 )
-from obsidian_mcp.memory.timespec import describe_window, window
+from obsidian_mcp.memory.timespec import describe_window, resolve_occurred, window
+from obsidian_mcp.memory.view import render_view
 from obsidian_mcp.paths import is_hidden, normalize_vault_path
 from obsidian_mcp.vault import Vault
 
@@ -56,6 +63,9 @@ _SUGGESTED_TAGS = 12
 _EMBED_BATCH = 32
 # Index slots whose cached vectors are loaded per step: about 20 ms under the store's lock.
 _SLOTS_PER_STEP = 2000
+# Seconds without a change before the memory page is written again: a burst of remembers
+# writes it once (at 100,000 memories a page is about 12 MB).
+_VIEW_SETTLE_SECONDS = 3.0
 # Vectors of forgotten memories kept before they are dropped (and at least a tenth of the
 # live ones): without a bound, every memory ever remembered kept its vector (an agent that
 # remembers and forgets 1,000 times grew by 2.4 MB of Python objects alone, tracemalloc).
@@ -66,11 +76,44 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# Cosine similarity from which an existing memory is reported on remember as close to the
+# new one, and from which it is called nearly the same fact (the agent may supersede or
+# forget). `python -m bench.memory_quality`, 20 dev pairs of a fact and its rewording
+# against 20 of related but different facts: precision and recall 100% from 0.70 to 0.75
+# (best F1), 0.80 misses one rewording; held-out (10 + 10) 100% / 100% at 0.75.
+SIMILAR_FLOOR = 0.60
+NEAR_DUPLICATE = 0.75
+# Memories reported as close on remember.
+_SIMILAR_SHOWN = 3
+# Best meaning similarity below which a recall by query says nothing matched (the nearest
+# may follow, labelled weak). `python -m bench.memory_quality`, dev: true paraphrases that
+# name people by role score 0.2-0.45 while in-world questions about what was never stored
+# score 0.36-0.66 (they share names), so no floor separates them; the highest floor that
+# is wrong on at most 5% of answerable dev questions is 0.20 (0.40 was wrong on 70%). It
+# catches queries about nothing in the store at all, not near misses.
+NO_MATCH_FLOOR = 0.20
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    memory: Memory
+    score: float
+
+
 @dataclass(frozen=True, slots=True)
 class Remembered:
     memory: Memory
     # False when the same content with the same tags was stored already: nothing written.
     created: bool
+    # The closest current memories, best first (by meaning; empty without the model).
+    similar: list[Similar] = field(default_factory=list[Similar])
+    # Memories this one replaced.
+    superseded: list[Memory] = field(default_factory=list[Memory])
+
+    @property
+    def near_duplicate(self) -> Memory | None:
+        best = self.similar[0] if self.similar else None
+        return best.memory if best is not None and best.score >= NEAR_DUPLICATE else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +130,14 @@ class Recall:
     known_tags: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
     # How far meaning took part in a recall by query, when not fully ("by words only: ...").
     meaning_note: str | None = None
+    # A recall by query found nothing relevant: `memories` are then the nearest, weak.
+    no_match: bool = False
+    # The best cosine similarity of the query among the memories the filters keep.
+    best_score: float | None = None
+    # For superseded memories shown (include_superseded), the id that replaced each.
+    replaced_by: dict[str, str] = field(default_factory=dict[str, str])
+    # Scopes in use, when the recall named none: what `scope` can be.
+    scopes: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +147,26 @@ class MemoryStatus:
     memories: int
     tags: int
     bytes: int
-    # Lines the next compaction drops: tombstones, retired and repeated entries, bad lines.
+    # Memory files read (writers' files, the legacy file, conflict copies).
+    files: int
+    # This process's file, once it has written.
+    own_file: str | None
+    # Lines of this process's file that its next compaction drops.
     dead_lines: int
     invalid_lines: int
     torn_tail: bool
-    # Why the file is never compacted through this source (REST alone), or None.
-    compaction_refused: str | None
     # Where the index is kept between processes (None: in memory only).
     cache: str | None
     # The embedding model and how many memory vectors it has, or why there is none.
     meaning: str
 
 
-def _criteria(tags: tuple[str, ...], all_tags: bool, text: str, kind: str | None) -> list[str]:
+def _criteria(
+    tags: tuple[str, ...], all_tags: bool, text: str, kind: str | None, scope: str | None
+) -> list[str]:
     parts: list[str] = []
+    if scope:
+        parts.append(f"known to {scope} (or shared)")
     if tags:
         parts.append("tagged " + (" and " if all_tags else " or ").join(tags))
     if text:
@@ -117,6 +174,12 @@ def _criteria(tags: tuple[str, ...], all_tags: bool, text: str, kind: str | None
     if kind:
         parts.append(f"of type {kind}")
     return parts
+
+
+def _to_millis(moment: datetime) -> datetime:
+    """Times are stored to the millisecond: the record kept in the index is then the one
+    read back from the file."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 class MemoryStore:
@@ -131,12 +194,16 @@ class MemoryStore:
         ids: IdMaker | None = None,
         cache: Path | None = None,
         embedder: Callable[[], Embedder] | None = None,
+        config_dir: Path | None = None,
+        device: str | None = None,
     ) -> None:
         """`max_staleness`: seconds a REST-only store may answer from its index before it
-        GETs the file again. `compact_min_dead`: compaction runs after a write once dead
-        lines reach this many and outnumber the live memories. `cache`: the SQLite file
-        that keeps the index between processes (None: in memory). `embedder`: loads the
-        model for recall by meaning (None: by words only)."""
+        GETs the files again. `compact_min_dead`: compaction runs after a write once dead
+        lines of this process's file reach this many and outnumber its live lines.
+        `cache`: the SQLite file that keeps the index between processes (None: in memory).
+        `embedder`: loads the model for recall by meaning (None: by words only).
+        `config_dir`: where this installation keeps its device id and writer locks (None:
+        the temporary folder); `device` overrides the id."""
         self._clock = clock
         self._compact_min_dead = compact_min_dead
         self._ids = ids or IdMaker()
@@ -145,9 +212,13 @@ class MemoryStore:
         self._reader = LogReader(MemoryIndex(self._open_cache(cache)))
         self._vectors = MemoryVectors(embedder)
         self._more_to_embed = anyio.Event()
+        self._view_due = anyio.Event()
+        # A change this server made that the page does not show yet.
+        self._view_owed = False
         # A bad configured path must not stop the server: the memory tools report it.
         self._problem: VaultError | None = None
         self.path = path
+        self.files = MemoryFiles(path)
         self._log: MemoryLog | None = None
         try:
             self.path = normalize_vault_path(path)
@@ -157,12 +228,24 @@ class MemoryStore:
                     "files. Set OBSIDIAN_MEMORY_PATH to a visible path such as "
                     "'obsidian-mcp/memory.jsonl'."
                 )
-            # With the folder known, the file is read and written on disk even while
-            # Obsidian runs: only there can appends and compaction share a lock.
+            self.files = MemoryFiles(self.path)
+            # With the folder known, the files are read and written on disk even while
+            # Obsidian runs: cheaper, and a refresh reads only what was added.
+            access: DiskAccess | RestAccess
             if vault.disk is not None:
-                self._log = DiskLog(vault.disk.root, self.path)
+                access = DiskAccess(vault.disk.root)
             else:
-                self._log = RestLog(vault, self.path, max_staleness=max_staleness)
+                assert vault.rest is not None
+                access = RestAccess(vault.rest)
+            self._log = MemoryLog(
+                access,
+                self.files,
+                device_id(config_dir, device) if config_dir is not None else (
+                    device or device_id(Path(tempfile.gettempdir()) / "obsidian-mcp", None)
+                ),
+                SlotLocks(lock_folder(config_dir, self.path)),
+                max_staleness=max_staleness if vault.disk is None else 0.0,
+            )
         except VaultError as exc:
             self._problem = exc
 
@@ -203,20 +286,35 @@ class MemoryStore:
             self._more_to_embed.set()
 
     async def _write(self, build: Callable[[MemoryIndex], list[Record]]) -> list[Record]:
-        """Append what `build` decides, then compact if the file is mostly dead; locked."""
-        self._reader, records = await self._file().append(self._reader, build)
-        index = self._reader.index
-        mostly_dead = index.dead_lines >= max(self._compact_min_dead, index.live_count)
-        if records and mostly_dead and self._file().compaction_refused() is None:
-            await self._compact()
+        """Append what `build` decides to this process's file, then fold if that file is
+        mostly dead or the device left idle files; locked."""
+        log = self._file()
+        first_write = log.own is None
+        self._reader, records = await log.append(self._reader, build)
+        if records:
+            if await self._mostly_dead(log) or (first_write and await log.foldable()):
+                await self._compact()
+            self._view_owed = True
+            self._view_due.set()
         self._notice_unembedded()
         return records
+
+    async def _mostly_dead(self, log: MemoryLog) -> bool:
+        reader = self._reader
+
+        def dead() -> tuple[int, int]:
+            with reader.reading():
+                return log.dead_lines(reader)
+
+        dropped, kept = await anyio.to_thread.run_sync(dead)
+        return dropped >= max(self._compact_min_dead, kept)
 
     async def _compact(self) -> Compaction:
         self._reader, report = await self._file().compact(self._reader)
         logger.info(
-            "memory file compacted: %d memories kept, %d lines dropped, %d -> %d bytes",
-            report.kept, report.dropped_lines, report.bytes_before, report.bytes_after,
+            "memory files compacted: %d folded, %d lines kept, %d dropped, %d -> %d bytes",
+            report.files_folded, report.kept, report.dropped_lines, report.bytes_before,
+            report.bytes_after,
         )
         return report
 
@@ -230,30 +328,84 @@ class MemoryStore:
         *,
         type: str | None = None,
         source: str | None = None,
+        supersedes: Iterable[str] = (),
+        scope: str | None = None,
+        occurred: str | None = None,
     ) -> Remembered:
         text, clean_tags, why, kind, clean_source = validate_memory(
             content, tags, context, type, source
         )
+        clean_scope = normalize_scope(scope)
+        replaced_ids = normalize_ids(supersedes, "supersedes")
+        when = resolve_occurred(occurred, self._clock()) if occurred and occurred.strip() else None
+        # The new memory's vector: what finds the memories nearly the same.
+        embedder = await self._vectors.load() if self._vectors.available else None
+        vector = await self._vectors.embed([text]) if embedder is not None else None
         stored: list[Memory] = []
+        replaced: list[Memory] = []
+        similar: list[Similar] = []
 
         def build(index: MemoryIndex) -> list[Record]:
-            same = index.find_same(text, clean_tags)
+            same = index.find_same(text, clean_tags, clean_scope)
             if same is not None:
                 stored.append(same)
                 return []
-            now = self._clock()
+            replaced.extend(self._replaced(index, replaced_ids, clean_scope))
+            if vector is not None:
+                similar.extend(self._similar(index, vector, clean_scope, replaced_ids))
+            now = _to_millis(self._clock())
             memory_id = self._ids.make(now)
             while memory_id in index:  # another process minted it in the same millisecond
                 memory_id = self._ids.make(now)
-            memory = Memory(memory_id, now, text, clean_tags, why, kind, clean_source)
+            memory = Memory(memory_id, now, text, clean_tags, why, kind, clean_source,
+                            clean_scope, when, replaced_ids)
             stored.append(memory)
             return [memory]
 
         async with self._lock:
             written = await self._write(build)
-        if written:
-            await self._embed_remembered(stored[0])
-        return Remembered(stored[0], created=bool(written))
+        if written and vector is not None and embedder is not None:
+            async with self._lock:
+                await self._keep_vectors(embedder.model_id, [content_hash(text)], vector)
+        return Remembered(stored[0], created=bool(written), similar=similar, superseded=replaced)
+
+    @staticmethod
+    def _replaced(
+        index: MemoryIndex, ids: tuple[str, ...], scope: str | None
+    ) -> list[Memory]:
+        """The memories `ids` name, checked: each must be stored, not forgotten, and visible
+        in this scope."""
+        found: list[Memory] = []
+        for memory_id in ids:
+            record = index.latest(memory_id)
+            if record is None:
+                raise InvalidArgument(
+                    f"supersedes names {memory_id!r}, which no memory has. Ids come from "
+                    "vault_remember and vault_recall; recall the outdated memory to get its id."
+                )
+            if isinstance(record, Tombstone):
+                raise InvalidArgument(
+                    f"supersedes names {memory_id!r}, which was forgotten; leave it out."
+                )
+            if record.scope is not None and record.scope != scope:
+                raise InvalidArgument(
+                    f"supersedes names {memory_id!r}, a memory of scope {record.scope!r}; "
+                    f"remember the new fact with scope={record.scope!r} to replace it."
+                )
+            found.append(record)
+        return found
+
+    def _similar(
+        self, index: MemoryIndex, vector: Matrix, scope: str | None, skip: tuple[str, ...]
+    ) -> list[Similar]:
+        """The current memories closest in meaning to a new one, above SIMILAR_FLOOR."""
+        wanted = Query(scope=scope)
+        among = index.meanings(wanted) if wanted.filtered else None
+        nearest = self._vectors.nearest(vector, among, floor=SIMILAR_FLOOR)
+        found = [Similar(m, nearest[content_hash(m.content)])
+                 for m in index.with_meanings(wanted, nearest) if m.id not in skip]
+        found.sort(key=lambda close: close.score, reverse=True)
+        return found[:_SIMILAR_SHOWN]
 
     async def forget(self, memory_id: str) -> Memory:
         """Retire a memory (and any stored repeat of it); returns what was forgotten."""
@@ -272,7 +424,7 @@ class MemoryStore:
                     f"The memory {wanted!r} was already forgotten ({format_ts(record.ts)})."
                 )
             forgotten.append(record)
-            now = self._clock()
+            now = _to_millis(self._clock())
             return [Tombstone(repeat, now) for repeat in index.repeats_of(record)]
 
         async with self._lock:
@@ -290,11 +442,14 @@ class MemoryStore:
         until: str | None = None,
         type: str | None = None,
         limit: int = 10,
+        scope: str | None = None,
+        include_superseded: bool = False,
     ) -> Recall:
         if not 1 <= limit <= MAX_RECALL_LIMIT:
             raise InvalidArgument(f"limit={limit} is out of range; give 1 to {MAX_RECALL_LIMIT}.")
         clean_tags = normalize_tags(tags, required=False)
         kind = normalize_type(type)
+        clean_scope = normalize_scope(scope)
         text = query.strip()
         if text and not terms(text):
             raise InvalidArgument(
@@ -303,9 +458,10 @@ class MemoryStore:
             )
         now = self._clock()
         start, end = window(time_range, since, until, now)
-        criteria = _criteria(clean_tags, all_tags, text, kind)
+        criteria = _criteria(clean_tags, all_tags, text, kind, clean_scope)
         criteria += describe_window(time_range, since, until)
-        wanted = Query(frozenset(clean_tags), all_tags, text, start, end, kind)
+        wanted = Query(frozenset(clean_tags), all_tags, text, start, end, kind, clean_scope,
+                       include_superseded)
         # The query's vector needs no lock: the model is loaded once and never changes.
         query_vector = (
             await self._vectors.embed([text])
@@ -314,24 +470,48 @@ class MemoryStore:
 
         def question(index: MemoryIndex) -> Recall:
             similar = None
+            best: float | None = None
             if query_vector is not None:
                 among = index.meanings(wanted) if wanted.filtered else None
-                similar = self._vectors.nearest(query_vector, among)
+                similar = self._vectors.nearest(query_vector, among, floor=0.0)
+                best = max(similar.values(), default=None)
+                similar = {h: score for h, score in similar.items() if score >= MEANING_FLOOR}
             selection = index.select(wanted, limit, similar)
+            shown = selection.ranked
+            replaced = (index.replacements(m.id for m in shown) if include_superseded else {})
+            # Meaning says nothing here is about the query (words alone cannot say it).
+            no_match = best is not None and best < NO_MATCH_FLOOR
             return Recall(
-                memories=selection.ranked,
+                memories=shown,
                 total=selection.total,
                 newest=selection.newest,
                 oldest=selection.oldest,
                 criteria=criteria,
                 now=now,
                 store_size=index.live_count,
-                known_tags=index.tag_counts()[:_SUGGESTED_TAGS] if not selection.total else [],
+                known_tags=(index.tag_counts()[:_SUGGESTED_TAGS]
+                            if not selection.total or no_match else []),
                 meaning_note=self._meaning_note(index) if text else None,
+                no_match=no_match,
+                best_score=best,
+                replaced_by=replaced,
+                scopes=index.scope_counts() if clean_scope is None else [],
             )
 
         async with self._lock:
             return await self._query(question)
+
+    async def scopes(self) -> list[tuple[str, int]]:
+        """Scopes in use, with their current memory counts."""
+        async with self._lock:
+            return await self._query(lambda index: index.scope_counts())
+
+    async def export(self, *, include_superseded: bool = False) -> list[Memory]:
+        """Every current memory (and the superseded ones on request), in the order read."""
+        async with self._lock:
+            return await self._query(
+                lambda index: list(index.primaries(include_superseded=include_superseded))
+            )
 
     # -- meaning ------------------------------------------------------------------------------
 
@@ -422,19 +602,10 @@ class MemoryStore:
 
         await anyio.to_thread.run_sync(keep)
 
-    async def _embed_remembered(self, memory: Memory) -> None:
-        """A new memory's vector, made now so the next recall finds it by meaning."""
-        embedder = self._vectors.embedder
-        if embedder is None:
-            return  # the background catch-up embeds it once the model is there
-        vectors = await self._vectors.embed([memory.content])
-        async with self._lock:
-            await self._keep_vectors(embedder.model_id, [content_hash(memory.content)], vectors)
-
     # -- housekeeping and overview --------------------------------------------------------------
 
     async def compact(self) -> Compaction:
-        """Rewrite the file with only its live memories, atomically where the source allows."""
+        """Fold this device's idle files and this process's own into one new file."""
         async with self._lock:
             return await self._compact()
 
@@ -444,24 +615,66 @@ class MemoryStore:
             return await self._query(lambda index: (index.recent(limit), index.tag_counts()))
 
     async def status(self) -> MemoryStatus:
+        log = self._file()
+
         def question(index: MemoryIndex) -> MemoryStatus:
             reader = self._reader
             return MemoryStatus(
                 path=self.path,
-                source=self._file().describe(),
+                source=log.describe(),
                 memories=index.live_count,
                 tags=len(index.tag_counts()),
                 bytes=reader.offset,
-                dead_lines=index.dead_lines,
+                files=len(reader.files),
+                own_file=log.own,
+                dead_lines=log.dead_lines(reader)[0],
                 invalid_lines=reader.invalid_lines,
                 torn_tail=reader.torn_tail,
-                compaction_refused=self._file().compaction_refused(),
                 cache=str(self._cache) if self._cache is not None else None,
                 meaning=self._vectors.describe(),
             )
 
         async with self._lock:
             return await self._query(question)
+
+    # -- the user's page ---------------------------------------------------------------------
+
+    async def write_view(self) -> str:
+        """Write the Markdown page of current memories now; its vault path."""
+        self._view_owed = False
+        memories = await self.export()
+        text = render_view(memories, self._clock())
+        await self._file().write_text(self.files.view, text)
+        return self.files.view
+
+    async def keep_view_current(self, settle_seconds: float = _VIEW_SETTLE_SECONDS) -> None:
+        """Run for the server's life: after this server changes the memories, write the
+        page again once the changes have paused for `settle_seconds`."""
+        while True:
+            await self._view_due.wait()
+            while True:  # a burst of remembers writes the page once, after it
+                self._view_due = anyio.Event()
+                with anyio.move_on_after(settle_seconds):
+                    await self._view_due.wait()
+                    continue
+                break
+            try:
+                await self.write_view()
+            except (VaultError, OSError) as exc:
+                logger.warning("the memory page %s was not written: %s", self.files.view, exc)
+
+    async def flush_view(self) -> None:
+        """Write the page now if a change is still waiting for it (at exit)."""
+        if self._view_owed:
+            try:
+                await self.write_view()
+            except (VaultError, OSError) as exc:
+                logger.warning("the memory page %s was not written: %s", self.files.view, exc)
+
+    def close(self) -> None:
+        """Let go of this process's writer slot."""
+        if self._log is not None:
+            self._log.close()
 
     def now(self) -> datetime:
         return self._clock()

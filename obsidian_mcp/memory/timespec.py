@@ -5,7 +5,7 @@ beside the user's Obsidian, so its clock is the user's. Stored times are UTC.
 """
 
 import re
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
 from obsidian_mcp.errors import InvalidArgument
@@ -113,3 +113,69 @@ def age(ts: datetime, now: datetime) -> str:
             count = int(seconds // size)
             return f"{count} {unit}{'s' if count != 1 else ''} ago"
     return "just now"
+
+
+# -- when a memory happened ------------------------------------------------------------------
+
+_SPOKEN_AGO = re.compile(r"^(\d+|a|an|one)\s+(day|week|month|year)s?\s+ago$")
+_SPOKEN_LAST = {"last week": 7, "last month": 30, "last year": 365}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_OCCURRED_HELP = (
+    "Give a date ('2026-05-01'), a date and time ('2026-05-01T14:30'), or when it happened "
+    "as said today: 'today', 'yesterday', '3 days ago', 'last week', '2w'."
+)
+
+
+def resolve_occurred(text: str, now: datetime) -> str:
+    """When a memory happened, resolved against `now` (so 'yesterday' stays the day it
+    meant) and stored as an ISO date, or as a UTC date and time when a time was given."""
+    value = " ".join(text.strip().lower().split())
+    if len(value) > MAX_MOMENT_CHARS:
+        raise InvalidArgument(f"occurred={excerpt(text)} is not a date. {_OCCURRED_HELP}")
+    today = now.astimezone().date()
+    spoken = _SPOKEN_AGO.match(value)
+    days: int | None = None
+    if value in ("today", "now"):
+        days = 0
+    elif value == "yesterday":
+        days = 1
+    elif value in _SPOKEN_LAST:
+        days = _SPOKEN_LAST[value]
+    elif spoken:
+        count = 1 if spoken[1] in ("a", "an", "one") else int(spoken[1])
+        days = count * _UNIT_DAYS[spoken[2]]
+    try:
+        if days is not None:
+            return (today - timedelta(days=days)).isoformat()
+        if len(value) == 10:
+            day = date.fromisoformat(value)
+            moment = _local_midnight(day)
+        else:
+            day = None
+            moment = parse_moment(text, now=now, name="occurred", end_of_day=False)
+    except (InvalidArgument, OverflowError, ValueError):
+        raise InvalidArgument(
+            f"occurred={excerpt(text)} is not a date. {_OCCURRED_HELP}"
+        ) from None
+    if moment > now + timedelta(days=1):
+        raise InvalidArgument(
+            f"occurred={excerpt(text)} is in the future; give when it happened. "
+            "(Plans belong in the content: 'plans to visit on 2026-12-01'.)"
+        )
+    if day is not None:
+        return day.isoformat()
+    if _RELATIVE.match(value) and value[-1] in "dw":
+        return moment.astimezone().date().isoformat()  # '3d' is a day, not a time of day
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def occurred_moment(occurred: str) -> datetime | None:
+    """The moment a stored `occurred` stands for (a date: its local midnight), or None
+    when the stored text is not one (a line written by hand)."""
+    try:
+        if len(occurred) == 10:
+            return _local_midnight(date.fromisoformat(occurred))
+        moment = datetime.fromisoformat(occurred)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.astimezone()

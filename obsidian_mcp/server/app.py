@@ -23,6 +23,7 @@ from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.memory.cache import memory_cache_path
+from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
@@ -97,7 +98,9 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
             logger.warning("%s", note)
     if live is None and disk is None:
         return None, "neither OBSIDIAN_API_KEY nor OBSIDIAN_VAULT_PATH is set."
-    return Vault(live, disk, selection_note=note), note
+    # The memory page is for the user; searching it would answer from the memories twice.
+    generated = frozenset({MemoryFiles(settings.memory_path).view})
+    return Vault(live, disk, selection_note=note, generated=generated), note
 
 
 # Loaded models by (file, threads): queries, the background index build and memory
@@ -136,6 +139,8 @@ def open_memory(
         settings.memory_path,
         cache=memory_cache_path(settings.cache_dir, identity, settings.memory_path),
         embedder=model if settings.memory_meaning else None,
+        config_dir=settings.config_dir,
+        device=settings.memory_device,
     )
 
 
@@ -150,6 +155,11 @@ def open_retriever(
     slot = EmbedderSlot(model)
     slot.preload()
     return Retriever(vault, settings, store, slot, EmbeddingBuilder(store, slot))
+
+
+# At exit, the memory page still owed after a change is written within this bound (a
+# 100,000-memory page takes about a second).
+_VIEW_FLUSH_SECONDS = 5.0
 
 
 @asynccontextmanager
@@ -185,8 +195,13 @@ async def app_lifespan(
                     background.start_soon(services.retriever.warm_up)
                 if services is not None and settings.memory_meaning:
                     background.start_soon(services.memory.keep_meaning_current)
+                if services is not None:
+                    background.start_soon(services.memory.keep_view_current)
                 yield AppState(settings=settings, services=services, unavailable_reason=note)
                 background.cancel_scope.cancel()
         finally:
             if services is not None:
+                with anyio.move_on_after(_VIEW_FLUSH_SECONDS, shield=True):
+                    await services.memory.flush_view()
                 services.retriever.close()
+                services.memory.close()

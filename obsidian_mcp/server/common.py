@@ -22,12 +22,11 @@ APPEND_ONLY = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 
-OutputFormat = Annotated[
-    Literal["markdown", "json"],
-    Field(
-        description="markdown (default): compact text to read. json: the same data as "
-        "compact JSON, for when you will process it further."
-    ),
+# The enum says it all: the same answer as markdown (default) or as JSON.
+OutputFormat = Literal["markdown", "json"]
+MaxTokens = Annotated[
+    int | None,
+    Field(ge=100, le=20_000, description="Token budget (default 1,000)."),
 ]
 
 

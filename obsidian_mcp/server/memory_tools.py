@@ -12,7 +12,9 @@ from obsidian_mcp.limits import MAX_FILTER_TAGS, MAX_ID_CHARS, MAX_MOMENT_CHARS,
 from obsidian_mcp.memory.model import (
     MAX_CONTENT_CHARS,
     MAX_CONTEXT_CHARS,
+    MAX_SCOPE_CHARS,
     MAX_SOURCE_CHARS,
+    MAX_SUPERSEDES,
     MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TYPE_CHARS,
@@ -22,12 +24,14 @@ from obsidian_mcp.memory.render import (
     recall_data,
     render_overview,
     render_recall,
+    render_remembered,
 )
 from obsidian_mcp.memory.store import MAX_RECALL_LIMIT
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     READ_ONLY,
+    MaxTokens,
     OutputFormat,
     app_state,
     resource_errors,
@@ -35,22 +39,14 @@ from obsidian_mcp.server.common import (
     tool_errors,
 )
 
-MEMORY_GUIDE = """\
-Memory: at the start of a task, call vault_recall (by the tags of the people, projects or
-topics involved, or a query) before you search the vault; it is the cheapest answer. When
-you learn something worth keeping across sessions (a fact, a decision, a preference, an
-event), save it with vault_remember: one idea per memory, 1-3 tags you will recall it by,
-and, when it is not obvious, a context saying why it matters. Repeating a memory is
-harmless (it is stored once). Retire a memory that became wrong with vault_forget(id),
-then remember the correction."""
-
 # Writes one line to the agent's own memory file and never touches notes. Idempotent: the
 # same content with the same tags is stored once, and a repeat returns the same id.
 REMEMBER = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 # Destructive: the memory can no longer be recalled and no tool brings it back (compaction
-# later erases it from the file). Idempotent: forgetting it again changes nothing.
+# later drops its line from this device's files). Idempotent: forgetting it again changes
+# nothing.
 FORGET = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
@@ -63,33 +59,25 @@ Tags = Annotated[
     list[Tag],
     Field(
         max_length=MAX_TAGS,
-        description=f"1 to {MAX_TAGS} short labels you will recall this by: people, projects, "
-        "places, topics, e.g. ['gale', 'ship']. Lower-cased; a leading '#' is dropped; no "
-        f"spaces (write 'dark-forest'); at most {MAX_TAG_CHARS} characters each. Reuse tags "
-        "you have used before.",
+        description="1-3 labels to recall it by; reuse known ones.",
     ),
 ]
 Kind = Annotated[
     str | None,
-    Field(
-        max_length=MAX_TYPE_CHARS,
-        description="Optional kind, one word: fact, decision, event, preference (at most "
-        f"{MAX_TYPE_CHARS} characters).",
-    ),
+    Field(max_length=MAX_TYPE_CHARS, description="fact, decision, event or preference."),
 ]
 Moment = Annotated[str | None, Field(max_length=MAX_MOMENT_CHARS)]
+MemoryId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
 
 
 def register_memory_tools(mcp: MCPServer[AppState]) -> None:
-    @mcp.tool(title="Remember something", annotations=REMEMBER, structured_output=False)
+    @mcp.tool(annotations=REMEMBER, structured_output=False)
     async def vault_remember(
         content: Annotated[
             str,
             Field(
                 max_length=MAX_CONTENT_CHARS,
-                description=f"The thing to remember, self-contained, in a sentence or a short "
-                f"paragraph (at most {MAX_CONTENT_CHARS:,} characters). Put long material "
-                "in a note and pass its path as source."
+                description="One self-contained idea.",
             ),
         ],
         tags: Tags,
@@ -98,121 +86,87 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_CONTEXT_CHARS,
-                description="Optional: why it matters or when it applies, in a sentence (at "
-                f"most {MAX_CONTEXT_CHARS:,} characters). Leave it out if it is obvious.",
+                description="Why it matters, if not obvious.",
             ),
         ] = None,
         type: Kind = None,
         source: Annotated[
             str | None,
-            Field(
-                max_length=MAX_SOURCE_CHARS,
-                description="Optional vault path of the note this came from (at most "
-                f"{MAX_SOURCE_CHARS:,} characters).",
-            ),
+            Field(max_length=MAX_SOURCE_CHARS, description="The note it came from."),
+        ] = None,
+        supersedes: Annotated[
+            list[MemoryId] | None,
+            Field(max_length=MAX_SUPERSEDES, description="Ids this fact replaces."),
+        ] = None,
+        scope: Annotated[
+            str | None,
+            Field(max_length=MAX_SCOPE_CHARS, description="Who alone knows it (a character)."),
+        ] = None,
+        occurred: Annotated[
+            str | None,
+            Field(max_length=MAX_MOMENT_CHARS, description="When, if not today: a date, "
+                  "'yesterday', '3 days ago'."),
         ] = None,
     ) -> str:
-        """Save a memory that lasts across sessions: a fact, decision, preference or event
-        worth knowing next time. Stored in the vault's memory file, never in notes.
-
-        Returns the memory's id. The same content with the same tags is stored once; a
-        repeat returns the existing id and writes nothing. Find memories again with
-        vault_recall.
-        """
+        """Save a fact, decision, preference or event for later sessions. A changed fact:
+        pass the old id as supersedes. Returns the id and the closest memories."""
         with tool_errors():
-            result = await app_state(ctx).require().memory.remember(
-                content, tags, context or "", type=type, source=source
+            memory = app_state(ctx).require().memory
+            result = await memory.remember(
+                content, tags, context or "", type=type, source=source,
+                supersedes=supersedes or (), scope=scope, occurred=occurred,
             )
-        memory = result.memory
-        tag_list = ", ".join(repr(tag) for tag in memory.tags)
-        if not result.created:
-            return (
-                f"Already remembered as {memory.id} (same content and tags); nothing written. "
-                f"Recall with vault_recall(tags=[{tag_list}])."
-            )
-        return f"Remembered as {memory.id}. Recall with vault_recall(tags=[{tag_list}])."
+        return render_remembered(result, memory.now())
 
-    @mcp.tool(title="Recall memories", annotations=READ_ONLY, structured_output=False)
+    @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_recall(
         ctx: Context[AppState],
         tags: Annotated[
             list[Tag] | None,
             Field(
                 max_length=MAX_FILTER_TAGS,
-                description="Memories with any of these tags (all of them with "
-                f"match_all_tags=true), at most {MAX_FILTER_TAGS}. Omit to consider every "
-                "memory.",
+                description="Any of these.",
             ),
         ] = None,
         query: Annotated[
             str | None,
             Field(
                 max_length=MAX_QUERY_CHARS,
-                description="What you are looking for, in words or a short sentence: "
-                "memories that share a word with it (content, context, tags) or are close "
-                f"in meaning are returned, best first. At most {MAX_QUERY_CHARS:,} characters.",
+                description="Ranks by words and meaning.",
             ),
         ] = None,
         time_range: Annotated[
             TimeRange,
-            Field(
-                description="today (since local midnight), week (last 7 days), month (last "
-                "30 days) or all (default)."
-            ),
+            Field(description="week: 7 days; month: 30."),
         ] = "all",
         since: Annotated[
             Moment,
-            Field(
-                description="Only memories from this moment on: '2026-05-01', "
-                "'2026-05-01T14:30', or an age such as '12h', '3d', '2w' (at most "
-                f"{MAX_MOMENT_CHARS} characters)."
-            ),
+            Field(description="A date or an age, '3d'."),
         ] = None,
         until: Annotated[
             Moment,
-            Field(
-                description="Only memories before this moment (a date includes that day); "
-                f"same forms as since, at most {MAX_MOMENT_CHARS} characters."
-            ),
+            Field(description="Before; same forms as since."),
         ] = None,
         type: Annotated[
             str | None,
-            Field(
-                max_length=MAX_TYPE_CHARS,
-                description="Only memories of this kind, e.g. fact, decision, event (at most "
-                f"{MAX_TYPE_CHARS} characters).",
-            ),
+            Field(max_length=MAX_TYPE_CHARS, description="Only this kind."),
         ] = None,
         limit: Annotated[
-            int,
-            Field(
-                ge=1,
-                le=MAX_RECALL_LIMIT,
-                description=f"Most memories to return, 1 to {MAX_RECALL_LIMIT} (default 10).",
-            ),
+            int, Field(ge=1, le=MAX_RECALL_LIMIT, description="Most memories.")
         ] = 10,
-        match_all_tags: Annotated[
-            bool, Field(description="Require every tag instead of any (default false).")
-        ] = False,
-        max_tokens: Annotated[
-            int | None,
-            Field(
-                ge=100,
-                le=20000,
-                description="Token budget of the reply, 100 to 20,000 (default: the "
-                "server's budget, about 1,000).",
-            ),
+        match_all_tags: Annotated[bool, Field(description="All tags, not any.")] = False,
+        scope: Annotated[
+            str | None,
+            Field(max_length=MAX_SCOPE_CHARS, description="Its own and shared."),
         ] = None,
+        include_superseded: Annotated[
+            bool, Field(description="Replaced facts too.")
+        ] = False,
+        max_tokens: MaxTokens = None,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Recall what you saved with vault_remember in this or earlier sessions. Call it
-        first, before searching the vault.
-
-        Filter by tags, a query (ranked by words and meaning, ties by recency) and time;
-        without a query the newest come first. The reply starts with a one-line summary, then
-        compact entries with their age and id; it says what was left out. With nothing
-        found it lists the known tags to try, or use vault_semantic_query on the notes.
-        """
+        """Memories from vault_remember by tags, query, time or scope; best first, else
+        newest. Says first when none match."""
         state = app_state(ctx)
         with tool_errors():
             recall = await state.require().memory.recall(
@@ -224,26 +178,24 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 until=until,
                 type=type,
                 limit=limit,
+                scope=scope,
+                include_superseded=include_superseded,
             )
         budget = max_tokens or state.settings.max_tokens
         if format == "json":
             return to_json(recall_data(recall, budget))
         return render_recall(recall, budget)
 
-    @mcp.tool(title="Forget a memory", annotations=FORGET, structured_output=False)
+    @mcp.tool(annotations=FORGET, structured_output=False)
     async def vault_forget(
         id: Annotated[
             str,
-            Field(
-                max_length=MAX_ID_CHARS,
-                description="The memory's id, as vault_remember or vault_recall gave it (at "
-                f"most {MAX_ID_CHARS} characters).",
-            ),
+            Field(max_length=MAX_ID_CHARS, description="The id vault_recall shows."),
         ],
         ctx: Context[AppState],
     ) -> str:
-        """Retire one memory that is wrong or no longer useful; it stops appearing in
-        vault_recall. To correct a memory, forget it and remember the new version."""
+        """Retire a wrong memory. For a changed fact, remember the new one with supersedes
+        instead."""
         with tool_errors():
             memory_store = app_state(ctx).require().memory
             memory = await memory_store.forget(id)

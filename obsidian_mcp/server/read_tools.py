@@ -37,12 +37,7 @@ from obsidian_mcp.text.wording import plural
 
 NotePath = Annotated[
     str,
-    Field(
-        max_length=MAX_PATH_CHARS,
-        description="Vault-relative path of the note, e.g. 'Characters/Mira.md' "
-        "(the .md may be left off). Paths come from search results or vault_tree. "
-        f"At most {MAX_PATH_CHARS:,} characters.",
-    ),
+    Field(max_length=MAX_PATH_CHARS, description="Vault path; .md optional."),
 ]
 # Folders listed per level before the rest are summarised; keeps a big vault's tree cheap.
 _TREE_ITEMS_PER_FOLDER = 12
@@ -189,7 +184,7 @@ def format_search_map(result: SearchMap) -> str:
 
 
 def register_read_tools(mcp: MCPServer[AppState]) -> None:
-    @mcp.tool(title="Read a note", annotations=READ_ONLY, structured_output=False)
+    @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_read_note(
         path: NotePath,
         ctx: Context[AppState],
@@ -197,37 +192,23 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_HEADING_CHARS,
-                description="Read only this section (with its subsections): a heading name "
-                "like 'Childhood', or a full path like 'Backstory > Childhood'. At most "
-                f"{MAX_HEADING_CHARS} characters.",
+                description="Only this section, e.g. 'Backstory > Childhood'.",
             ),
         ] = None,
         offset: Annotated[
             int,
-            Field(
-                ge=0,
-                le=MAX_NOTE_OFFSET,
-                description="Character offset to start from, as given by the "
-                f"continuation hint of a cut read (0 to {MAX_NOTE_OFFSET:,}).",
-            ),
+            Field(ge=0, le=MAX_NOTE_OFFSET, description="Where a cut read continues."),
         ] = 0,
         max_chars: Annotated[
             int | None,
             Field(
-                ge=200,
-                le=100_000,
-                description="Most characters to return, 200 to 100,000 "
-                "(default: the server's read budget, about 1,500 tokens).",
+                ge=200, le=100_000, description="Most characters (default 6,000)."
             ),
         ] = None,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Read a note's text verbatim: the whole note, one heading section, or a window.
-
-        Use after a search or vault_peek_file told you which note (and heading) holds what you
-        need; prefer heading= to reading a whole long note. A read longer than the budget is
-        cut at a line break and ends with the exact call that continues it.
-        """
+        """A note's text verbatim: whole, a section (heading) or from an offset; a cut read
+        ends with the call that continues it."""
         state = app_state(ctx)
         with tool_errors():
             window = await reading.read_note_window(
@@ -239,94 +220,65 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             )
         return to_json(window) if format == "json" else format_window(window)
 
-    @mcp.tool(title="Outline of a note", annotations=READ_ONLY, structured_output=False)
+    @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_peek_file(
         path: NotePath, ctx: Context[AppState], format: OutputFormat = "markdown"
     ) -> str:
-        """Outline of a note without its text: title, tags, size in tokens, frontmatter keys,
-        a one-line gist and the heading tree with each section's size.
-
-        Use it to decide which section to read with vault_read_note(path, heading=...).
-        """
+        """A note's outline without text: title, tags, size, frontmatter keys, gist, headings
+        with each section's tokens."""
         with tool_errors():
             outline = await reading.peek_note(app_state(ctx).require().vault, path)
         return to_json(outline) if format == "json" else format_outline(outline)
 
-    @mcp.tool(title="Vault folder tree", annotations=READ_ONLY, structured_output=False)
+    @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_tree(
         ctx: Context[AppState],
         folder: Annotated[
             str,
-            Field(
-                max_length=MAX_PATH_CHARS,
-                description="Folder to start from; '' (default) is the vault root. At most "
-                f"{MAX_PATH_CHARS:,} characters.",
-            ),
+            Field(max_length=MAX_PATH_CHARS, description="Start here; '' is the root."),
         ] = "",
-        depth: Annotated[
-            int, Field(ge=1, le=6, description="Folder levels to show, 1 to 6 (default 2).")
-        ] = 2,
+        depth: Annotated[int, Field(ge=1, le=6, description="Levels shown.")] = 2,
         format: OutputFormat = "markdown",
     ) -> str:
-        """The vault's structure: folders with note counts, and notes, to a depth.
-
-        Use to learn how a vault is organised or to find a folder for a search's `folder`
-        argument. It shows no note text; to find content, use vault_semantic_query.
-        """
+        """Folders with note counts, and notes, to a depth: how the vault is organised. No
+        note text."""
         with tool_errors():
             node = await reading.vault_tree(app_state(ctx).require().vault, folder)
         return to_json(tree_data(node, depth)) if format == "json" else format_tree(node, depth)
 
-    @mcp.tool(title="Where a term occurs", annotations=READ_ONLY, structured_output=False)
+    @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_search_map(
         query: Annotated[
             str,
             Field(
                 min_length=1,
                 max_length=MAX_QUERY_CHARS,
-                description="Words that must all occur in a note: at most "
-                f"{MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS:,} characters.",
+                description=f"Words that must all occur (at most {MAX_QUERY_WORDS}).",
             ),
         ],
         ctx: Context[AppState],
         folder: Annotated[
             str,
-            Field(
-                max_length=MAX_PATH_CHARS,
-                description="Limit to this folder; '' (default) is the whole vault. At most "
-                f"{MAX_PATH_CHARS:,} characters.",
-            ),
+            Field(max_length=MAX_PATH_CHARS, description="Count under this folder."),
         ] = "",
         format: OutputFormat = "markdown",
     ) -> str:
-        """Last-resort drill-down: how many matches of exact words are in each folder and
-        file one level under `folder`, with no text.
-
-        Prefer vault_semantic_query (answers) or vault_smart_search (matching passages);
-        use this only to see where a term is concentrated in a large vault.
-        """
+        """Match counts of exact words per folder and file one level under folder, without
+        text: where a term is concentrated."""
         with tool_errors():
             result = await reading.search_map(app_state(ctx).require().vault, query, folder)
         return to_json(result) if format == "json" else format_search_map(result)
 
-    @mcp.tool(title="Append to the scratch note", annotations=APPEND_ONLY, structured_output=False)
+    @mcp.tool(annotations=APPEND_ONLY, structured_output=False)
     async def vault_scratch_append(
         text: Annotated[
             str,
-            Field(
-                min_length=1,
-                max_length=MAX_SCRATCH_CHARS,
-                description=f"What to jot down (markdown), at most {MAX_SCRATCH_CHARS:,} "
-                "characters.",
-            ),
+            Field(min_length=1, max_length=MAX_SCRATCH_CHARS, description="Markdown to append."),
         ],
         ctx: Context[AppState],
     ) -> str:
-        """Append a timestamped entry to the agent's scratch note (a working notepad in the
-        vault the user can read). It writes nowhere else.
-
-        For facts you want to find again later, use vault_remember instead.
-        """
+        """Append a timestamped entry to your scratch note, a notepad in the vault the user
+        can read. Writes nothing else."""
         state = app_state(ctx)
         with tool_errors():
             path = await reading.append_scratch(

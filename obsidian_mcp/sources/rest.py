@@ -315,6 +315,10 @@ class RestSource:
         body = cast(dict[str, Any], await self._json(self._check(response)))
         return [str(entry) for entry in cast(list[object], body.get("files") or [])]
 
+    async def list_folder(self, folder: str) -> list[str]:
+        """The names directly in `folder` (subfolders end with '/'); [] if it is missing."""
+        return await self._list_folder(folder)
+
     async def list_tree(self) -> list[str]:
         entries: list[str] = []
         pending = [""]
@@ -420,6 +424,12 @@ class RestSource:
 
     async def append(self, path: str, content: str) -> None:
         await self._send_text("POST", path, content, idempotent=False)
+
+    async def delete(self, path: str) -> None:
+        """Remove a file (5.x moves it to Obsidian's trash); a missing one is no error."""
+        response = await self._send("DELETE", "/vault/" + encode_path(path), idempotent=True)
+        if response.status_code != 404:
+            self._check(response, path)
 
     # -- search ----------------------------------------------------------------------------
 
