@@ -193,11 +193,12 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
                     sys.stdout.write(encode(memory))
                 return 0
             now = store.now()
-            for memory in memories:
-                if args.scope is None or memory.scope in (None, args.scope.lower()):
-                    print(format_memory(memory, now))
-            print(f"{len(memories)} memories; the page {store.files.view} shows them by "
-                  "scope and tag.", file=sys.stderr)
+            shown = [memory for memory in memories
+                     if args.scope is None or memory.scope in (None, args.scope.lower())]
+            for memory in shown:
+                print(format_memory(memory, now))
+            print(f"{len(shown)} memories; the page {store.files.view} shows them by scope "
+                  "and tag.", file=sys.stderr)
             return 0
         except VaultError as exc:
             print(f"obsidian-mcp memory: {exc}", file=sys.stderr)

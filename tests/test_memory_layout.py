@@ -344,3 +344,39 @@ async def test_a_server_writes_the_page_after_changes_and_at_exit_and_searches_s
         text = found.content[0]
         assert isinstance(text, TextContent)
         assert "memory.md" not in text.text
+
+
+@pytest.mark.anyio
+async def test_facts_that_change_twice_and_back(vault: Path, tmp_path: Path) -> None:
+    one = store(vault, tmp_path / "dev")
+    a = await one.remember("The bridge is open", ["bridge"])
+    b = await one.remember("The bridge is closed for repairs", ["bridge"],
+                           supersedes=[a.memory.id])
+    c = await one.remember("The bridge reopened in May", ["bridge"], supersedes=[b.memory.id])
+    # The middle fact was wrong: forgetting it leaves the newest current, not the oldest.
+    await one.forget(b.memory.id)
+    assert [m.id for m in (await one.recall(tags=["bridge"])).memories] == [c.memory.id]
+    fresh = store(vault, tmp_path / "other")  # a reader that builds from the files agrees
+    assert [m.id for m in (await fresh.recall(tags=["bridge"])).memories] == [c.memory.id]
+    # A fact can become current again in the same words as before.
+    again = await one.remember("The bridge is open", ["bridge"], supersedes=[c.memory.id])
+    assert again.created and again.memory.id != a.memory.id
+    assert [m.id for m in (await one.recall(tags=["bridge"])).memories] == [again.memory.id]
+    one.close()
+    fresh.close()
+
+
+@pytest.mark.anyio
+async def test_a_scoped_recall_hints_only_at_what_that_scope_may_see(
+    vault: Path, tmp_path: Path
+) -> None:
+    one = store(vault, tmp_path / "dev")
+    shared = await one.remember("The north door sticks", ["door"])
+    with pytest.raises(InvalidArgument, match="within its scope"):
+        await one.remember("The north door is trapped", ["door"], scope="tamsin",
+                           supersedes=[shared.memory.id])
+    await one.remember("Tamsin plans to betray the crew", ["betrayal-plan"], scope="tamsin")
+    nothing = await one.recall(tags=["vault"], scope="gale")
+    assert nothing.total == 0 and nothing.store_size == 1
+    assert dict(nothing.known_tags) == {"door": 1}
+    one.close()

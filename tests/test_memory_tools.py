@@ -216,8 +216,9 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
 async def test_compaction_through_the_client(setup: Setup) -> None:
     """Files that earlier processes of this installation left (slots no process holds now)
     are folded at the server's first write, through the folder and through the REST API
-    alike: live memories and every tombstone kept, dead lines dropped, the folded files
-    removed; another device's file and the legacy file are left alone."""
+    alike: their live memories and every tombstone appended to the server's own file (not
+    rewritten), dead lines dropped, the folded files removed; another device's file and the
+    legacy file are left alone."""
     device = setup.device("devtest")
     live = [old_entry(f"0live{n:08d}", 2, f"live {n}", ("keep",)) for n in range(10)]
     retired: list[str] = []
@@ -241,7 +242,7 @@ async def test_compaction_through_the_client(setup: Setup) -> None:
     contents = status.contents[0]
     assert isinstance(contents, TextResourceContents)
     memory = json.loads(contents.text)["memory"]
-    folded = setup.folder / f"{device}-0-1.jsonl"
+    folded = setup.folder / f"{device}-0-0.jsonl"
     assert setup.writers() == sorted([folded, foreign])
     assert memory["own_file"] == f"{MemoryFiles(setup.memory).folder}/{folded.name}"
     assert (memory["files"], memory["dead_lines"]) == (3, 0)

@@ -50,6 +50,8 @@ CREATE INDEX memories_by_key ON memories (key, slot);
 CREATE INDEX memories_by_time ON memories (repeat, at, slot);
 CREATE INDEX memories_by_meaning ON memories (meaning);
 CREATE INDEX memories_by_file ON memories (file);
+-- Scopes in use are listed with every recall that names none, and few memories have one.
+CREATE INDEX memories_by_scope ON memories (scope) WHERE scope IS NOT NULL;
 -- Memory lines read from each file: live (their memory is in `memories`) and dead (its id
 -- was forgotten, so folding drops the line).
 CREATE TABLE file_lines (file TEXT PRIMARY KEY, live INTEGER NOT NULL, dead INTEGER NOT NULL)
@@ -58,10 +60,11 @@ CREATE TABLE file_lines (file TEXT PRIMARY KEY, live INTEGER NOT NULL, dead INTE
 CREATE TABLE supersessions (old TEXT NOT NULL, new TEXT NOT NULL, PRIMARY KEY (old, new))
     WITHOUT ROWID;
 CREATE INDEX supersessions_by_new ON supersessions (new);
--- Ids with a tombstone (forgotten for good), the file it was first read from, and the file
--- the memory's own line was first read from (NULL while none was).
+-- Ids with a tombstone (forgotten for good), the file it was first read from, the file the
+-- memory's own line was first read from (NULL while none was), and what that memory
+-- replaced (a fact replacing it replaces those too).
 CREATE TABLE retired (id TEXT PRIMARY KEY, ts TEXT NOT NULL, file TEXT NOT NULL,
-    memory_file TEXT) WITHOUT ROWID;
+    memory_file TEXT, supersedes TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE memory_tags (tag TEXT NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (tag, slot))
     WITHOUT ROWID;
 -- The words of each slot, already reduced by `index.terms` (contentless: rowid = slot).

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import anyio.from_thread
 import anyio.to_thread
 
 from obsidian_mcp.errors import (
@@ -40,7 +41,14 @@ from obsidian_mcp.errors import (
     VaultError,
 )
 from obsidian_mcp.memory.files import MemoryFiles, SlotLocks, writer_of
-from obsidian_mcp.memory.index import FileView, LogReader, MemoryIndex, bytes_view, parse
+from obsidian_mcp.memory.index import (
+    FileView,
+    ListingStale,
+    LogReader,
+    MemoryIndex,
+    bytes_view,
+    parse,
+)
 from obsidian_mcp.memory.model import Record, Tombstone, encode
 from obsidian_mcp.sources.folder import append_whole
 from obsidian_mcp.sources.rest import RestSource
@@ -52,6 +60,10 @@ Builder = Callable[[MemoryIndex], list[Record]]
 
 # A POST that may have landed is checked and re-sent at most this many times.
 _RESEND_ATTEMPTS = 3
+# Listings are taken again while another process folds files under them, for at most this
+# long, a growing pause apart (a fold of 100,000 memories writes its new file in a second).
+_LISTING_SECONDS = 20.0
+_LISTING_PAUSE_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,8 @@ class FileAccess(Protocol):
     async def views(self, names: list[str]) -> dict[str, FileView]:
         """The named files as they are now; missing ones left out."""
         ...
+
+    async def exists(self, name: str) -> bool: ...
 
     async def append(self, name: str, data: bytes) -> None: ...
 
@@ -156,9 +170,12 @@ class DiskAccess:
                     handle.seek(start)
                     return handle.read(length)
             except FileNotFoundError:
-                return b""
+                raise ListingStale(f"{name} was removed while it was read") from None
 
         return FileView(st.st_size, read, st.st_ino)
+
+    async def exists(self, name: str) -> bool:
+        return await anyio.to_thread.run_sync(self._path(name).is_file)
 
     async def views(self, names: list[str]) -> dict[str, FileView]:
         def gather() -> dict[str, FileView]:
@@ -226,6 +243,9 @@ class RestAccess:
             return (await self._rest.read_note(name)).content.encode("utf-8")
         except NoteNotFound:
             return None
+
+    async def exists(self, name: str) -> bool:
+        return await self.get(name) is not None
 
     async def views(self, names: list[str]) -> dict[str, FileView]:
         found: dict[str, FileView] = {}
@@ -311,25 +331,46 @@ class MemoryLog:
     async def refresh(self, reader: LogReader, *, force: bool = False) -> LogReader:
         if not force and time.monotonic() - self._fetched_at < self._max_staleness:
             return reader
-        names = await self.names()
         access = self._access
-        if isinstance(access, DiskAccess):
-            signature = await anyio.to_thread.run_sync(access.signature, names)
-            if signature == self._signature and not force:
-                return reader
-        else:
-            signature = None
-        views = await access.views(names)
-        self._fetched_at = time.monotonic()
+        deadline = time.monotonic() + _LISTING_SECONDS
+        attempt = 0
+        while time.monotonic() < deadline:
+            attempt += 1
+            names = await self.names()
+            if isinstance(access, DiskAccess):
+                signature = await anyio.to_thread.run_sync(access.signature, names)
+                if signature == self._signature and not force:
+                    return reader
+            else:
+                signature = None
+            views = await access.views(names)
+            self._fetched_at = time.monotonic()
 
-        def follow() -> None:
-            with reader.writing():
-                reader.follow(views)
+            try:
+                await anyio.to_thread.run_sync(self._follow, reader, views)
+            except ListingStale as stale:
+                # Another process folded files after this listing: list again rather than
+                # rebuild the shared index from a listing that misses its new file.
+                logger.info("memory: %s; listing the files again", stale)
+                await anyio.sleep(min(_LISTING_PAUSE_SECONDS * attempt, 0.5))
+                continue
+            # A file caught short is read again next time, even if nothing else changes.
+            self._signature = None if reader.waiting else signature
+            return reader
+        raise ListingStale(
+            "The memory files kept changing while they were read (another process is "
+            "compacting them); call again in a few seconds."
+        )
 
-        await anyio.to_thread.run_sync(follow)
-        # A file caught short is read again next time, even if nothing else changes.
-        self._signature = None if reader.waiting else signature
-        return reader
+    def _follow(self, reader: LogReader, views: dict[str, FileView]) -> None:
+        """In a worker thread: the index brought over `views`; a file it lacks is looked
+        for now, through the event loop (REST needs it)."""
+
+        def exists(name: str) -> bool:
+            return anyio.from_thread.run(self._access.exists, name)
+
+        with reader.writing():
+            reader.follow(views, exists)
 
     async def _claim(self, reader: LogReader) -> str:
         """This process's file: its slot's newest, or the slot's first."""
@@ -375,8 +416,12 @@ class MemoryLog:
             return 0, 0
         return reader.index.file_lines(self.own)
 
-    async def compact(self, reader: LogReader) -> tuple[LogReader, Compaction]:
-        """Fold this device's idle files into this slot's next generation."""
+    async def compact(
+        self, reader: LogReader, *, rewrite_own: bool = True
+    ) -> tuple[LogReader, Compaction]:
+        """Fold this device's idle files (and, with `rewrite_own`, this process's own) into
+        this slot's next generation; without it, their lines are appended to this
+        process's file instead, which is not rewritten (a large one takes seconds)."""
         own = await self._claim(reader)
         assert self._slot is not None
         taken: list[int] = []
@@ -385,6 +430,8 @@ class MemoryLog:
             for name in await self.names():
                 writer = writer_of(name)
                 if writer is None or writer.device != self._device:
+                    continue
+                if name == own and not rewrite_own:
                     continue
                 if writer.slot != self._slot and writer.slot not in taken:
                     if not await anyio.to_thread.run_sync(self._locks.try_take, writer.slot):
@@ -395,28 +442,38 @@ class MemoryLog:
                 return reader, Compaction(0, 0, 0, 0, 0)
             # Read after the slots are held: no line of theirs can come in unread.
             reader = await self.refresh(reader, force=True)
-            return await self._fold(reader, own, inputs)
+            return await self._fold(reader, own, inputs, rewrite_own)
         finally:
             for slot in taken:
                 self._locks.release(slot)
 
     async def _fold(
-        self, reader: LogReader, own: str, inputs: list[str]
+        self, reader: LogReader, own: str, inputs: list[str], rewrite_own: bool
     ) -> tuple[LogReader, Compaction]:
         views = await self._access.views(inputs)
-        contents = {name: view.read(0, view.size) for name, view in views.items()}
-        assert self._slot is not None
-        generations = [writer.generation for name in [own, *inputs]
-                       if (writer := writer_of(name)) is not None and writer.slot == self._slot]
-        target = self._files.writer_name(self._device, self._slot, max(generations) + 1)
+        contents = await anyio.to_thread.run_sync(
+            lambda: {name: view.read(0, view.size) for name, view in views.items()})
 
         def keep() -> bytes:
             with reader.reading():
                 return folded(contents, reader.index)
 
         data = await anyio.to_thread.run_sync(keep)
-        await self._access.create(target, data)
+        if rewrite_own:
+            assert self._slot is not None
+            generations = [
+                writer.generation for name in [own, *inputs]
+                if (writer := writer_of(name)) is not None and writer.slot == self._slot
+            ]
+            target = self._files.writer_name(self._device, self._slot, max(generations) + 1)
+            await self._access.create(target, data)
+        else:
+            target = own
+            if data:
+                await self._access.append(own, data)
         for name in contents:
+            if name == target:
+                continue
             try:
                 await self._access.remove(name)
             except (OSError, VaultError) as exc:
@@ -426,7 +483,10 @@ class MemoryLog:
 
         def settle() -> None:
             with reader.writing():
-                reader.extend({target: bytes_view(data)})
+                if rewrite_own:
+                    # Every line of the new file is in the index already (the inputs were
+                    # read under their slots' locks): its place is taken, nothing applied.
+                    reader.adopt(target, data)
                 reader.fold(contents, into=target)
 
         await anyio.to_thread.run_sync(settle)

@@ -77,7 +77,8 @@ def _memories(count: int) -> str:
 def _when(memory: Memory, now: datetime) -> list[str]:
     """When it was written, and when it happened where that differs."""
     written = age(memory.ts, now)
-    if memory.occurred and memory.occurred[:10] != format_ts(memory.ts)[:10]:
+    # `occurred` is a date on the user's calendar: compared with the local day of writing.
+    if memory.occurred and memory.occurred[:10] != memory.ts.astimezone().date().isoformat():
         return [f"happened {memory.occurred}", f"written {written}"]
     return [written]
 

@@ -292,8 +292,12 @@ class MemoryStore:
         first_write = log.own is None
         self._reader, records = await log.append(self._reader, build)
         if records:
-            if await self._mostly_dead(log) or (first_write and await log.foldable()):
+            if await self._mostly_dead(log):
                 await self._compact()
+            elif first_write and await log.foldable():
+                # Files left by this device's ended processes: appended to this process's
+                # own file, which is not rewritten.
+                await self._compact(rewrite_own=False)
             self._view_owed = True
             self._view_due.set()
         self._notice_unembedded()
@@ -309,8 +313,9 @@ class MemoryStore:
         dropped, kept = await anyio.to_thread.run_sync(dead)
         return dropped >= max(self._compact_min_dead, kept)
 
-    async def _compact(self) -> Compaction:
-        self._reader, report = await self._file().compact(self._reader)
+    async def _compact(self, *, rewrite_own: bool = True) -> Compaction:
+        self._reader, report = await self._file().compact(self._reader,
+                                                           rewrite_own=rewrite_own)
         logger.info(
             "memory files compacted: %d folded, %d lines kept, %d dropped, %d -> %d bytes",
             report.files_folded, report.kept, report.dropped_lines, report.bytes_before,
@@ -347,7 +352,7 @@ class MemoryStore:
 
         def build(index: MemoryIndex) -> list[Record]:
             same = index.find_same(text, clean_tags, clean_scope)
-            if same is not None:
+            if same is not None and not replaced_ids:
                 stored.append(same)
                 return []
             replaced.extend(self._replaced(index, replaced_ids, clean_scope))
@@ -387,10 +392,13 @@ class MemoryStore:
                 raise InvalidArgument(
                     f"supersedes names {memory_id!r}, which was forgotten; leave it out."
                 )
-            if record.scope is not None and record.scope != scope:
+            if record.scope != scope:
+                where = f"scope {record.scope!r}" if record.scope else "no scope (shared)"
                 raise InvalidArgument(
-                    f"supersedes names {memory_id!r}, a memory of scope {record.scope!r}; "
-                    f"remember the new fact with scope={record.scope!r} to replace it."
+                    f"supersedes names {memory_id!r}, a memory of {where}: a fact is replaced "
+                    f"within its scope, so that no one else loses it. Remember the new fact "
+                    f"with scope={record.scope!r}" + (" (or leave scope out)" if not record.scope
+                                                      else "") + " to replace it."
                 )
             found.append(record)
         return found
@@ -488,8 +496,8 @@ class MemoryStore:
                 oldest=selection.oldest,
                 criteria=criteria,
                 now=now,
-                store_size=index.live_count,
-                known_tags=(index.tag_counts()[:_SUGGESTED_TAGS]
+                store_size=index.count(Query(scope=clean_scope)),
+                known_tags=(index.tag_counts(clean_scope)[:_SUGGESTED_TAGS]
                             if not selection.total or no_match else []),
                 meaning_note=self._meaning_note(index) if text else None,
                 no_match=no_match,
@@ -643,7 +651,8 @@ class MemoryStore:
         """Write the Markdown page of current memories now; its vault path."""
         self._view_owed = False
         memories = await self.export()
-        text = render_view(memories, self._clock())
+        # A 100,000-memory page takes about half a second to render: off the event loop.
+        text = await anyio.to_thread.run_sync(render_view, memories, self._clock())
         await self._file().write_text(self.files.view, text)
         return self.files.view
 

@@ -20,7 +20,7 @@ HEADER = (
 
 
 def _line(memory: Memory) -> str:
-    written = format_ts(memory.ts)[:10]
+    written = memory.ts.astimezone().date().isoformat()  # the user's calendar
     when = f"{memory.occurred[:10]} (written {written})" if memory.occurred and \
         memory.occurred[:10] != written else written
     extra = f" · also #{' #'.join(memory.tags[1:])}" if len(memory.tags) > 1 else ""
