@@ -112,20 +112,16 @@ def check_scratch(path: Path, result: CrashResult) -> None:
             result.half_scratch_entries += 1
 
 
-def generations(vault: Path) -> dict[tuple[str, int], int]:
-    """The newest generation of each writer slot's file: a fold writes the next one."""
-    found: dict[tuple[str, int], int] = {}
-    for path in writer_paths(vault):
-        writer = writer_of(path.name)
-        if writer is not None and writer.exact:
-            key = (writer.device, writer.slot)
-            found[key] = max(found.get(key, writer.generation), writer.generation)
-    return found
+def writer_files(vault: Path) -> set[str]:
+    """The writers' files now: a fold removes those it folded (appending their lines to
+    the folding process's own file, or writing them to its slot's next generation)."""
+    return {path.name for path in writer_paths(vault)
+            if (writer := writer_of(path.name)) is not None and writer.exact}
 
 
-def folds_between(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int]) -> int:
-    return sum(max(generation - before[key], 0) for key, generation in after.items()
-               if key in before)
+def folds_between(before: set[str], after: set[str]) -> int:
+    """Files folded away between two looks."""
+    return len(before - after)
 
 
 async def _writers(client: Any, round_: Round, with_forget: bool) -> None:
@@ -259,11 +255,11 @@ async def crash_run(kills: int, work: Path, source: str, log: Path | None) -> Cr
             config_dir=root / "config",
         )
         # Smaller rounds keep the per-round recall under its limit of 100.
-        seen = generations(vault)
+        seen = writer_files(vault)
 
         def count_folds() -> None:
             nonlocal seen
-            now = generations(vault)
+            now = writer_files(vault)
             result.compactions_seen += folds_between(seen, now)
             seen = now
 
