@@ -282,9 +282,14 @@ def run_section(args: argparse.Namespace, log: Path | None) -> Path:
             name, result, markdown = "big", runs, speed.big_section(runs)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     (args.cache / f"{name}-{stamp}.json").write_text(
-        json.dumps(result, indent=1, default=asdict) + "\n", "utf-8"
+        json.dumps(result, indent=1, default=_jsonable) + "\n", "utf-8"
     )
     return report.write_section(args.out, name, markdown)
+
+
+def _jsonable(value: Any) -> Any:
+    """Results as JSON: dataclasses as objects, sets (the races' ids) as sorted lists."""
+    return sorted(value) if isinstance(value, set | frozenset) else asdict(value)
 
 
 def fuzz_only(out: Path, cache: Path) -> Path:

@@ -493,8 +493,9 @@ class MemoryIndex:
     def scope_counts(self) -> list[tuple[str, int]]:
         """Scopes in use with their current memory counts, most used first."""
         rows = self.db.execute(
-            "SELECT scope, COUNT(*) FROM memories WHERE repeat = 0 AND superseded = 0 AND "
-            "scope IS NOT NULL GROUP BY scope ORDER BY 2 DESC, 1"
+            "SELECT scope, COUNT(*) FROM memories INDEXED BY memories_by_scope WHERE "
+            "scope IS NOT NULL AND repeat = 0 AND superseded = 0 GROUP BY scope "
+            "ORDER BY 2 DESC, 1"
         )
         return [(scope, count) for scope, count in rows]
 
@@ -572,11 +573,16 @@ class MemoryIndex:
         return scores
 
     @staticmethod
-    def _filters(query: Query) -> tuple[str, list[object]]:
-        clauses = ["repeat = 0"]
+    def _filters(query: Query, *, by_slots: bool = False) -> tuple[str, list[object]]:
+        """The WHERE clause of `query`'s filters. `by_slots`: the caller names the slots
+        (a text query's candidates), and tags name them too: the flags then must not use
+        `memories_by_time`, which SQLite, without statistics, otherwise scans whole for
+        `repeat = 0` (recall by tag 44 ms instead of 5 at 100,000 memories)."""
+        flag = "+" if by_slots or query.tags else ""
+        clauses = [f"{flag}repeat = 0"]
         params: list[object] = []
         if not query.include_superseded:
-            clauses.append("superseded = 0")
+            clauses.append(f"{flag}superseded = 0")
         if query.scope is not None:
             clauses.append("(scope IS NULL OR scope = ?)")
             params.append(query.scope)
@@ -631,6 +637,7 @@ class MemoryIndex:
         scores = self._text_scores(query.text)
         nearby = self._slots_near(similar) if similar else {}
         candidates = scores.keys() | nearby.keys()
+        where, params = self._filters(query, by_slots=True)
         rows = self.db.execute(
             f"SELECT slot, at FROM memories WHERE {where} AND slot IN "
             "(SELECT value FROM json_each(?))", [*params, json.dumps(sorted(candidates))],

@@ -496,7 +496,9 @@ class MemoryStore:
                 oldest=selection.oldest,
                 criteria=criteria,
                 now=now,
-                store_size=index.count(Query(scope=clean_scope)),
+                # Said only when nothing matched: a count of every memory is a scan.
+                store_size=(index.live_count if clean_scope is None or selection.total
+                            else index.count(Query(scope=clean_scope))),
                 known_tags=(index.tag_counts(clean_scope)[:_SUGGESTED_TAGS]
                             if not selection.total or no_match else []),
                 meaning_note=self._meaning_note(index) if text else None,
