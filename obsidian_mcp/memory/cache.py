@@ -15,7 +15,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 # Raised whenever the tables below change: an older file is then rebuilt from the memory file.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # A writer waits this long for another process's transaction (a rebuild of 100,000 entries
 # holds the write lock for about 5 s on the 2-core test machine) before giving up.
 _BUSY_TIMEOUT_MS = 30_000

@@ -523,16 +523,6 @@ class MemoryIndex:
         )
         return dict(rows.fetchall())
 
-    def is_primary(self, memory_id: str) -> bool:
-        """Whether this id is a live memory that repeats no earlier one."""
-        row = self.db.execute("SELECT repeat FROM memories WHERE id = ?", (memory_id,))
-        found = row.fetchone()
-        return found is not None and not found[0]
-
-    def current(self, memory_id: str) -> Memory | None:
-        """The live memory with this id, superseded or not."""
-        return self._live_memory(memory_id)
-
     def covered(self, below_slot: int) -> int:
         """Live memories (repeats aside) among the slots below `below_slot`."""
         row = self.db.execute("SELECT COUNT(*) FROM memories WHERE repeat = 0 AND slot < ?",
@@ -697,8 +687,6 @@ class FileState:
     invalid_lines: int = 0
     # Bytes after the last newline that do not parse: a write cut short (or in progress).
     torn_tail: bool = False
-    # Records read from it.
-    lines: int = 0
     # The file's inode on disk when last read (None through REST).
     inode: int | None = None
 
@@ -708,13 +696,12 @@ class FileState:
 
     def dumps(self) -> str:
         return json.dumps([self.offset, self.crc, self.anchor.hex(), self.anchor_end,
-                           self.invalid_lines, int(self.torn_tail), self.lines, self.inode])
+                           self.invalid_lines, int(self.torn_tail), self.inode])
 
     @classmethod
     def loads(cls, text: str) -> "FileState":
-        offset, crc, anchor, anchor_end, invalid, torn, lines, inode = json.loads(text)
-        return cls(offset, crc, bytes.fromhex(anchor), anchor_end, invalid, bool(torn), lines,
-                   inode)
+        offset, crc, anchor, anchor_end, invalid, torn, inode = json.loads(text)
+        return cls(offset, crc, bytes.fromhex(anchor), anchor_end, invalid, bool(torn), inode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -830,10 +817,6 @@ class LogReader:
     def torn_tail(self) -> bool:
         return any(state.torn_tail for state in self.files.values())
 
-    @property
-    def lines(self) -> int:
-        return sum(state.lines for state in self.files.values())
-
     # -- following the files ----------------------------------------------------------------
 
     def _mismatch(self, views: Mapping[str, FileView]) -> str | None:
@@ -900,7 +883,6 @@ class LogReader:
         data = view.read(state.offset, view.size - state.offset)
         parsed = parse(data)
         state.invalid_lines += parsed.invalid_lines
-        state.lines += len(parsed.records)
         if parsed.last_line:
             state.anchor, state.anchor_end = parsed.last_line, state.offset + parsed.last_end
         state.torn_tail = parsed.torn_tail
@@ -915,7 +897,7 @@ class LogReader:
         last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
         self.files[name] = FileState(
             offset=len(data), crc=zlib.crc32(data), anchor=data[last_start:],
-            anchor_end=len(data), lines=data.count(b"\n"),
+            anchor_end=len(data),
         )
         self._verified.add(name)
 
