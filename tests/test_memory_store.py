@@ -491,19 +491,18 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    async def compact_until(done: threading.Event) -> tuple[int, int, str]:
+    async def compact_until(done: threading.Event) -> tuple[int, str]:
         store = make_store(vault, compact_min_dead=10**6, config=config)
         seed = await store.remember("seed", ["seed"], "")
         await store.forget(seed.memory.id)
-        runs = folded = 0
+        runs = 0
         try:
             while not done.is_set():
-                report = await store.compact()
+                await store.compact()
                 runs += 1
-                folded += report.files_folded - 1  # beyond its own file
             # Every writer has ended: one more fold takes every idle file of the device.
             await store.compact()
-            return runs, folded, (await own_file(vault, store)).name
+            return runs, (await own_file(vault, store)).name
         finally:
             store.close()
 
@@ -511,7 +510,7 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
     for thread in threads:
         thread.start()
-    results: list[tuple[int, int, str]] = []
+    results: list[tuple[int, str]] = []
 
     def compactor() -> None:
         results.append(anyio.run(compact_until, done))
@@ -523,8 +522,10 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
     done.set()
     compacting.join()
     assert not errors
-    [(runs, folded_others, last)] = results
-    assert runs > 1 and folded_others > 0
+    [(runs, last)] = results
+    # Idle files are folded by the compactor or by a writer's first write, whichever comes
+    # first (both race the appends); the end state below shows every one was.
+    assert runs > 1
     entries = memory_entries(vault)
     contents = [entry["content"] for entry in entries if "content" in entry]
     expected = {f"writer {n} round {r} entry {i}"
