@@ -160,10 +160,6 @@ class InvalidArgument(VaultError):
     """An argument the model can correct."""
 
 
-class CompactionRefused(VaultError):
-    """The memory file cannot be rewritten safely through this source; nothing was changed."""
-
-
 _OS_ADVICE = {
     errno.EACCES: "Make the file and its folder writable by this server, then try again.",
     errno.EPERM: "The file is protected (read-only or immutable, e.g. `chattr +i`); make it "

@@ -3,7 +3,6 @@ outlive any copy, conflict copies read, the legacy single file still read, compa
 folds idle files, and the facts a companion needs (changed facts, scopes, when it happened,
 near-duplicates, an honest "nothing found", the user's page)."""
 
-import json
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -302,7 +301,7 @@ async def test_the_page_shows_current_memories_by_scope_and_tag(vault: Path, tmp
     assert "forget" in text.splitlines()[0]
     assert "Mira moved to Vastry" in text and "Mira lives in Osk" not in text
     assert text.index("## Shared") < text.index("## Known to tamsin")
-    assert json.dumps(path) == json.dumps("obsidian-mcp/memory.md")
+    assert path == "obsidian-mcp/memory.md"
     one.close()
 
 

@@ -123,14 +123,19 @@ def device_id(config_dir: Path, configured: str | None) -> str:
     return made
 
 
-def lock_folder(config_dir: Path | None, memory_path: str) -> Path:
+def installation_folder(config_dir: Path | None) -> Path:
+    """Where this installation keeps its device id and writer locks: the config folder, or
+    (a store made without one, as in tests and benchmarks) one in the temporary folder."""
+    return config_dir if config_dir is not None else Path(tempfile.gettempdir()) / "obsidian-mcp"
+
+
+def lock_folder(installation: Path, memory_path: str) -> Path:
     """Where the slot locks of one memory path live: per installation, outside the vault
     (locks do not travel with sync, and the REST API has none). Not per vault: a process
     that reaches the vault through REST and one that reads its folder name it differently,
     and must still never share a file; two vaults sharing slot numbers costs nothing."""
     key = hashlib.blake2b(memory_path.encode(), digest_size=8)
-    base = config_dir if config_dir is not None else Path(tempfile.gettempdir()) / "obsidian-mcp"
-    return base / "memory-writers" / key.hexdigest()
+    return installation / "memory-writers" / key.hexdigest()
 
 
 class SlotLocks:

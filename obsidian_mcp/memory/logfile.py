@@ -313,10 +313,6 @@ class MemoryLog:
     def describe(self) -> str:
         return self._access.describe()
 
-    @property
-    def device(self) -> str:
-        return self._device
-
     async def names(self) -> list[str]:
         """Every memory file there is now: the legacy file and its conflict copies, and
         every file in the writers' folder."""

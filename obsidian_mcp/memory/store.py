@@ -9,7 +9,6 @@ own, `logfile` for how they are read, written and folded, `index` for the index'
 
 import logging
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +22,13 @@ import numpy as np
 from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.memory.cache import open_cache
-from obsidian_mcp.memory.files import MemoryFiles, SlotLocks, device_id, lock_folder
+from obsidian_mcp.memory.files import (
+    MemoryFiles,
+    SlotLocks,
+    device_id,
+    installation_folder,
+    lock_folder,
+)
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, Query, content_hash, terms
 from obsidian_mcp.memory.logfile import Compaction, DiskAccess, MemoryLog, RestAccess
 from obsidian_mcp.memory.meaning import (
@@ -237,13 +242,12 @@ class MemoryStore:
             else:
                 assert vault.rest is not None
                 access = RestAccess(vault.rest)
+            installation = installation_folder(config_dir)
             self._log = MemoryLog(
                 access,
                 self.files,
-                device_id(config_dir, device) if config_dir is not None else (
-                    device or device_id(Path(tempfile.gettempdir()) / "obsidian-mcp", None)
-                ),
-                SlotLocks(lock_folder(config_dir, self.path)),
+                device_id(installation, device),
+                SlotLocks(lock_folder(installation, self.path)),
                 max_staleness=max_staleness if vault.disk is None else 0.0,
             )
         except VaultError as exc:
