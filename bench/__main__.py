@@ -6,6 +6,8 @@
     python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
     python -m bench --crash 50  # only the crash run (50 kills per source): its section
     python -m bench --big       # only 10,000 and 50,000 notes through the folder: its section
+    python -m bench --edit-races  # only the lost-update run (a user typing while an agent
+                                  # edits): its section
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
@@ -36,7 +38,18 @@ from typing import Any
 
 import anyio
 
-from bench import ablation, crash, economy, fuzz, memory_races, report, soak, speed
+from bench import (
+    ablation,
+    crash,
+    economy,
+    edit_economy,
+    edit_races,
+    fuzz,
+    memory_races,
+    report,
+    soak,
+    speed,
+)
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
 
@@ -130,15 +143,15 @@ def stderr_to(log: Path | None) -> Iterator[None]:
             os.close(saved)
 
 
-async def measure(
-    plan: Plan, cache: Path, peer_venv: Path | None, work: Path
-) -> dict[str, Any]:
+async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -> dict[str, Any]:
     peer = ensure_peer(peer_venv) if peer_venv is not None else None
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
     found = await economy.economy(
         questions, work / "economy", peer, cache / "peer-stderr.log", embeddings=plan.embeddings
     )
+    print("edit economy: a handover section update, ours and the peer", flush=True)
+    edits = await edit_economy.edit_economy(work / "edit-economy", peer, cache / "peer-stderr.log")
     dev = [q for q in questions if q.split == "dev"]
     print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
     stages = await ablation.ablation(dev, work / "ablation", embeddings=plan.embeddings)
@@ -150,6 +163,7 @@ async def measure(
     overhead = await speed.overhead(work, plan.overhead_rounds)
     return {
         "economy": found,
+        "edit_economy": edits,
         "ablation": stages,
         "peer": {"requirement": PEER_REQUIREMENT, "version": peer.version} if peer else None,
         "scale": [asdict(run) for run in scale],
@@ -230,6 +244,13 @@ def parser() -> argparse.ArgumentParser:
         "section of REPORT.md",
     )
     parser.add_argument(
+        "--edit-races",
+        action="store_true",
+        help="run only the edit races (python -m bench.edit_races: a user saving a note every "
+        "100 ms while an agent makes 200 edits, through the folder and REST, user changes "
+        "lost and agent edits applied or refused) and replace its section of REPORT.md",
+    )
+    parser.add_argument(
         "--big",
         action="store_true",
         help="run only every tool at 10,000 and 50,000 notes through the folder, and "
@@ -258,9 +279,17 @@ def run_section(args: argparse.Namespace, log: Path | None) -> Path:
     result: object
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         if args.races:
-            outcomes = anyio.run(memory_races.run_all, sorted(memory_races.SCENARIOS),
-                                 Path(work), memory_races.Sizes())
+            outcomes = anyio.run(
+                memory_races.run_all,
+                sorted(memory_races.SCENARIOS),
+                Path(work),
+                memory_races.Sizes(),
+            )
             name, result, markdown = "races", outcomes, memory_races.section(outcomes)
+        elif args.edit_races:
+            edits = edit_races.Plan()
+            runs = anyio.run(edit_races.run_all, Path(work), edits)
+            name, result, markdown = "edit-races", runs, edit_races.section(runs, edits)
         elif minutes is not None:
             soaked = anyio.run(soak.soak, minutes, Path(work), log)
             soak.chart(soaked, args.out / SOAK_CHART)
@@ -312,7 +341,7 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
-    if args.soak is not None or args.crash is not None or args.big or args.races:
+    if args.soak is not None or args.crash is not None or args.big or args.races or args.edit_races:
         path = run_section(args, log)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path

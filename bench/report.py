@@ -46,6 +46,7 @@ class Target:
 # Said wherever the peer's figures would be, when the run was made with --no-peer.
 PEER_SKIPPED = "not run (--no-peer: the test suite's run, which must work offline)"
 
+
 def _pct(value: float) -> str:
     return f"{value:.0f}%"
 
@@ -526,6 +527,14 @@ def _economy_section(economy: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _edit_economy_section(results: dict[str, Any]) -> list[str]:
+    """The section update round trip (bench/edit_economy.py); none in older results."""
+    from bench.edit_economy import section
+
+    found = results.get("edit_economy")
+    return [section(found)] if found else []
+
+
 def _conversation_cells(costs: dict[str, Any] | None) -> list[str]:
     if costs is None:
         return [PEER_SKIPPED] * 3
@@ -827,6 +836,21 @@ def fuzz_section(fuzz: dict[str, Any], command: str) -> str:
         "change to the vault outside the memory file and scratch note, or to a canary file "
         f"beside it), crashes and hangs must all be 0. Took {fuzz['seconds'] / 60:.1f} min; "
         f"`{command}` regenerates this section alone.",
+        "",
+        "The edit tools (`vault_edit_note`, `vault_undo_edit`) write the note they name, so "
+        "they run on a vault copy and server of their own, with arguments aimed at real notes "
+        "and their headings, block ids, frontmatter keys and text as well as hostile ones "
+        "(traversal, hidden folders, the memory files in many spellings, 200,000-character "
+        "and one-line contents, self-referencing YAML, CRLF, NUL, odd operations, stale and "
+        "current versions, dry_run and force mixes), undo mostly given the ids earlier "
+        "receipts returned. Before and after every call, every file under the run's folder "
+        "is read byte for byte (the vault with its hidden and memory folders, the canary, "
+        "the config folder, and the cache folder with the passage and memory indexes; only "
+        "the undo journal is left out): only the named note (normalised path, `.md` added) "
+        "may differ, and only when the reply is a receipt with an edit_id. A refusal, a dry "
+        "run or a no-op must change nothing. 'Wrote the named note' counts calls that did "
+        "(through the stand-in, an undone create goes to Obsidian's `.trash/` as the plugin's "
+        "DELETE does); 'writes outside it' counts calls that changed anything else.",
     ]
     for source, rows in fuzz["sources"].items():
         lines += ["", f"### Through the {source}", "", markdown_table(rows)]
@@ -846,6 +870,7 @@ def render(results: dict[str, Any], out: Path) -> Path:
         _header(results),
         _targets_section(targets(results)),
         _economy_section(economy),
+        *_edit_economy_section(results),
         _ablation_section(results),
         _sample_section(economy, results["peer"]),
         _scale_section(results),

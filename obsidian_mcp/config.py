@@ -20,7 +20,7 @@ StageName = Literal["keyword", "dense", "semantic", "seats", "cutting"]
 
 # The tool families OBSIDIAN_TOOLS picks from, and their tools. Clients send every listed
 # tool's definition with every request, so a client that only remembers and searches
-# should not pay for the rest. `edit` is reserved for the editing tools.
+# should not pay for the rest.
 ToolFamily = Literal["search", "read", "memory", "scratch", "edit"]
 TOOL_FAMILIES: dict[ToolFamily, tuple[str, ...]] = {
     "search": (
@@ -33,7 +33,7 @@ TOOL_FAMILIES: dict[ToolFamily, tuple[str, ...]] = {
     "read": ("vault_read_note", "vault_peek_file", "vault_tree"),
     "memory": ("vault_remember", "vault_recall", "vault_forget"),
     "scratch": ("vault_scratch_append",),
-    "edit": (),
+    "edit": ("vault_edit_note", "vault_undo_edit"),
 }
 
 
@@ -186,11 +186,13 @@ class Settings(BaseSettings):
         default=frozenset(TOOL_FAMILIES),
         description="The tool families a client sees, comma-separated (default: all of "
         "them): "
-        + "; ".join(
-            f"{family} ({', '.join(names) if names else 'reserved for the editing tools'})"
-            for family, names in TOOL_FAMILIES.items()
-        )
+        + "; ".join(f"{family} ({', '.join(names)})" for family, names in TOOL_FAMILIES.items())
         + ". The server's instructions mention only the tools listed.",
+    )
+    edits: bool = Field(
+        default=True,
+        description="Offer the editing tools (vault_edit_note, vault_undo_edit). off: the "
+        "server never changes a note, whatever OBSIDIAN_TOOLS lists.",
     )
     stages_off: frozenset[StageName] = Field(
         default=frozenset(),
@@ -255,7 +257,13 @@ class Settings(BaseSettings):
     @property
     def listed_tools(self) -> frozenset[str]:
         """The names of the tools in the families OBSIDIAN_TOOLS lists."""
-        return frozenset(name for family in self.tools for name in TOOL_FAMILIES[family])
+        return frozenset(name for family in self.families for name in TOOL_FAMILIES[family])
+
+    @property
+    def families(self) -> frozenset[ToolFamily]:
+        """The tool families served: OBSIDIAN_TOOLS, without editing when OBSIDIAN_EDITS
+        is off."""
+        return self.tools if self.edits else self.tools - {"edit"}
 
     @property
     def base_url(self) -> str:

@@ -41,6 +41,7 @@ class NoteWindow:
     total_chars: int
     text: str
     next_offset: int | None
+    version: str  # the whole note's, for vault_edit_note(version=...)
 
 
 @lru_cache(maxsize=128)
@@ -109,6 +110,7 @@ async def read_note_window(
         total_chars=len(selected),
         text=selected[offset:end],
         next_offset=end if end < len(selected) else None,
+        version=vault.handed_out(note.content),
     )
 
 
@@ -133,6 +135,7 @@ class NoteOutline:
     outline: tuple[OutlineEntry, ...]
     links: int
     unresolved_links: int
+    version: str
 
 
 def outline_of(parsed: ParsedNote) -> tuple[OutlineEntry, ...]:
@@ -169,6 +172,7 @@ async def peek_note(vault: Vault, path: str) -> NoteOutline:
         outline=outline_of(parsed),
         links=len(note_links),
         unresolved_links=unresolved,
+        version=vault.handed_out(note.content),
     )
 
 

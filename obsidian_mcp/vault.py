@@ -29,6 +29,7 @@ from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
 from obsidian_mcp.sources.base import FileStat, NoteData, Source, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.rest import RestSource
+from obsidian_mcp.text.versions import RecentTexts
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,13 @@ class Vault:
         self._generated = generated
         # One entry appended at a time by this process (see `append_entry`).
         self._entries = anyio.Lock()
+        # Note texts reads handed out, by version: an edit refused for an old version says
+        # what changed since.
+        self.recent = RecentTexts()
+
+    def handed_out(self, text: str) -> str:
+        """A read gives the agent this note text: its version token."""
+        return self.recent.saw(text)
 
     @property
     def live(self) -> Source:
@@ -253,6 +261,59 @@ class Vault:
         await self._write_op(lambda source: source.append(path, content))
         return path
 
+    # -- edits: read and written where the write can be checked ----------------------------
+
+    @property
+    def _editing(self) -> Source:
+        """Where edits read and write: the folder when it is known, because only there can
+        a write be checked against a concurrent one (`sources/swap.py`); else Obsidian."""
+        return self._disk if self._disk is not None else self._live
+
+    @property
+    def writes_checked(self) -> bool:
+        """Whether an edit's write is checked against a concurrent one (on disk)."""
+        return self._disk is not None
+
+    async def read_for_edit(self, raw_path: str) -> tuple[str, str]:
+        """(path, exact text) of a note about to be edited; `.md` may be left off."""
+        path = normalize_vault_path(raw_path)
+        candidates = [path] if is_markdown(path) else [path + ".md", path]
+        for candidate in candidates:
+            await self._check_on_disk(candidate)
+            try:
+                return candidate, await self._editing.read_exact(candidate)
+            except NoteNotFound:
+                continue
+        raise NoteNotFound(path, await self.closest_paths(path))
+
+    async def stat_for_edit(self, path: str) -> FileStat | None:
+        return await self._editing.stat(path)
+
+    async def replace_if(self, path: str, expected: str | None, content: str) -> None:
+        """Write the whole note only if it still holds `expected` (None: only if there is
+        none); NoteChanged otherwise."""
+        try:
+            await self._editing.replace_if(path, expected, content)
+        finally:
+            self.writes += 1
+
+    async def remove_if(self, path: str, expected: str) -> None:
+        try:
+            await self._editing.remove_if(path, expected)
+        finally:
+            self.writes += 1
+
+    async def open_in_obsidian(self, path: str) -> bool | None:
+        """Whether `path` is the note open in Obsidian; None when that cannot be known
+        (no REST API, or Obsidian not answering)."""
+        rest = self.rest
+        if rest is None or await self._obsidian_is_down():
+            return None
+        try:
+            return await rest.active_note() == path
+        except VaultError:
+            return None
+
     async def append_entry(self, raw_path: str, content: str) -> str:
         """Append an entry to a note that several writers append to at once (the scratch
         note). The plugin's POST reads the whole note and writes it back, so two at once
@@ -273,8 +334,10 @@ class Vault:
                 await anyio.sleep(_ENTRY_SETTLE_SECONDS)
                 if content.strip() in (await self.read_note(path)).content:
                     return path
-                logger.warning("an entry appended to %s was overwritten by another writer; "
-                               "sending it again", path)
+                logger.warning(
+                    "an entry appended to %s was overwritten by another writer; sending it again",
+                    path,
+                )
         raise VaultError(
             f"The entry appended to {path} was overwritten by another writer "
             f"{_ENTRY_ATTEMPTS} times. Try again; set OBSIDIAN_VAULT_PATH so that appends "

@@ -55,19 +55,26 @@ EXPECTED_PARAMETERS: dict[str, tuple[set[str], set[str]]] = {
         },
     ),
     "vault_forget": ({"id"}, set()),
+    "vault_edit_note": (
+        {"path", "operation"},
+        {"target", "content", "version", "expected_count", "create_target", "dry_run", "force",
+         "format"},
+    ),
+    "vault_undo_edit": ({"edit_id"}, {"format"}),
 }
 
 # Defaults DESIGN.md's tool table names, as the schema announces them to the model.
 EXPECTED_DEFAULTS: dict[str, dict[str, object]] = {
     "vault_semantic_query": {"limit": 5},
     "vault_smart_search": {"limit": 10, "snippet_length": 200},
-    "vault_find_related": {"limit": 5, "concise": False},
+    "vault_find_related": {"limit": 5},
     "vault_tree": {"folder": "", "depth": 2},
     "vault_search_map": {"folder": ""},
     "vault_remember": {"context": None, "type": None, "source": None, "supersedes": None,
                        "scope": None, "occurred": None},
-    "vault_recall": {"include_superseded": False},
 }
+# A flag's default (off) and format's (markdown) are said once, in the instructions.
+DEFAULTS_IN_INSTRUCTIONS = ("format='json'", "Flags are off unless set", "max_tokens (default")
 
 # name -> (readOnly, destructive, idempotent, openWorld), as a client reads the hints sent
 # (the specification's default for one left out; a read-only tool is neither destructive
@@ -89,6 +96,9 @@ EXPECTED_ANNOTATIONS: dict[str, tuple[bool, bool, bool, bool]] = {
     "vault_remember": (False, False, True, False),
     # No tool brings a forgotten memory back, and compaction later erases it.
     "vault_forget": (False, True, True, False),
+    # Replace, delete and replace_text remove the user's text; appending twice adds twice.
+    "vault_edit_note": (False, True, False, False),
+    "vault_undo_edit": (False, True, False, False),
 }
 
 
@@ -102,6 +112,7 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
             t.uri_template for t in (await client.list_resource_templates()).resource_templates
         ]
         prompts = {p.name for p in (await client.list_prompts()).prompts}
+        instructions = client.instructions or ""
     assert set(tools) == set(EXPECTED_PARAMETERS) == set(EXPECTED_ANNOTATIONS)
     assert resources == ["obsidian://status"]
     assert templates == ["obsidian://memory/recent{?limit}"]
@@ -117,13 +128,19 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
     for name, defaults in EXPECTED_DEFAULTS.items():
         properties = tools[name].input_schema["properties"]
         assert {key: properties[key].get("default") for key in defaults} == defaults, name
+    for said in DEFAULTS_IN_INSTRUCTIONS:
+        assert said in instructions
     for tool in tools.values():
-        assert tool.description and len(tool.description) > 80, tool.name
+        # Short, but says what the tool gives (issue 19 trimmed every one to the point).
+        assert tool.description and len(tool.description) > 50, tool.name
         # Docstring indentation is tokens every client pays for in every session.
         assert "\n " not in tool.description, tool.name
         for prop, spec in tool.input_schema["properties"].items():
-            # An enum's values say what it takes (format: markdown or json).
-            assert spec.get("description") or spec.get("enum"), f"{tool.name}.{prop}"
+            # An enum's values say what it takes (format: markdown or json); max_tokens is
+            # explained once, in the instructions.
+            assert spec.get("description") or spec.get("enum") or prop == "max_tokens", (
+                f"{tool.name}.{prop}"
+            )
 
 
 def _limits(spec: dict[str, object]) -> list[object]:

@@ -93,7 +93,7 @@ async def test_tools_are_listed_read_only_with_guidance(folder_client: Client) -
     ):
         tool = tools[name]
         assert tool.annotations is not None and tool.annotations.read_only_hint
-        assert tool.description and len(tool.description) > 100
+        assert tool.description and len(tool.description) > 50
     assert "default" in (tools["vault_semantic_query"].description or "").lower()
     schema = tools["vault_semantic_query"].input_schema["properties"]
     assert schema["limit"]["default"] == 5

@@ -68,6 +68,17 @@ class MemoryFiles:
         """The generated Markdown page of current memories (`view`)."""
         return f"{self.folder}.md"
 
+    def owns(self, path: str) -> bool:
+        """Whether a vault path is one of the store's files or its page (never edited)."""
+        return (
+            path in (self.legacy, self.view)
+            or path.startswith(self.folder + "/")
+            or (
+                str(PurePosixPath(path).parent) in (self.legacy_folder or ".",)
+                and self.is_legacy_copy(PurePosixPath(path).name)
+            )
+        )
+
     def writer_name(self, device: str, slot: int, generation: int) -> str:
         return f"{self.folder}/{device}-{slot}-{generation}.jsonl"
 
@@ -118,8 +129,9 @@ def device_id(config_dir: Path, configured: str | None) -> str:
         finally:
             temporary.unlink(missing_ok=True)
     except OSError as exc:
-        logger.warning("the device id cannot be kept in %s (%s); this run uses %s",
-                       config_dir, exc, made)
+        logger.warning(
+            "the device id cannot be kept in %s (%s); this run uses %s", config_dir, exc, made
+        )
     return made
 
 

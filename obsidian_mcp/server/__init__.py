@@ -10,6 +10,7 @@ from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings, ToolFamily
 from obsidian_mcp.server.app import AppState, StateRef, app_lifespan
 from obsidian_mcp.server.boundary import VaultServer
+from obsidian_mcp.server.edit_tools import register_edit_tools
 from obsidian_mcp.server.memory_tools import register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
@@ -19,20 +20,21 @@ from obsidian_mcp.server.status import register_status_resource
 # should reach for them; each family's part is sent only when OBSIDIAN_TOOLS lists it.
 _GUIDES: dict[ToolFamily, str] = {
     "memory": (
-        "Start with vault_recall (what earlier sessions saved); keep what will matter later "
-        "with vault_remember, one idea with 1-3 tags."
+        "Start with vault_recall (earlier sessions' memories); save what will matter with "
+        "vault_remember."
     ),
     "search": (
         "Questions: vault_semantic_query first; exact names or quotes: vault_smart_search; "
         "a topic overview: vault_quick_context; a note's neighbours: vault_find_related."
     ),
-    "read": (
-        "To read, vault_peek_file (outline), then vault_read_note with heading, not whole "
-        "long notes."
-    ),
+    "read": "To read: vault_peek_file (outline), then vault_read_note by heading.",
+    "edit": "To change a note: peek or read it, then vault_edit_note with its version.",
 }
 _INTRO = "The user's Obsidian vault (markdown notes)."
-_FOLLOW_HINTS = "Replies name the call that continues what they left out: follow it."
+_FOLLOW_HINTS = (
+    "Replies are markdown (format='json' for JSON) within max_tokens (default 1,000); "
+    "follow the call a reply names to get what it left out. Flags are off unless set."
+)
 
 
 def server_instructions(families: Collection[ToolFamily]) -> str:
@@ -64,12 +66,13 @@ def build_server(
     mcp = VaultServer(
         "obsidian-mcp",
         version=__version__,
-        instructions=server_instructions(settings.tools),
+        instructions=server_instructions(settings.families),
         lifespan=lifespan,
     )
     register_read_tools(mcp)
     register_search_tools(mcp)
     register_memory_tools(mcp)
+    register_edit_tools(mcp)
     mcp.keep_tools(settings.listed_tools)
     register_status_resource(mcp, state_ref)
     return mcp

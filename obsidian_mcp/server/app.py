@@ -12,6 +12,8 @@ import anyio
 import httpx
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.editing.journal import EditJournal
+from obsidian_mcp.editing.service import Editor
 from obsidian_mcp.errors import ConfigurationInvalid, VaultError
 from obsidian_mcp.index.embedder import (
     Embedder,
@@ -19,8 +21,8 @@ from obsidian_mcp.index.embedder import (
     OnnxEmbedder,
     configured_model_files,
 )
-from obsidian_mcp.index.location import index_path
-from obsidian_mcp.index.store import IndexStore
+from obsidian_mcp.index.location import index_path, vault_identity
+from obsidian_mcp.index.store import IndexStore, index_file
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.memory.cache import memory_cache_path
 from obsidian_mcp.memory.files import MemoryFiles
@@ -39,6 +41,7 @@ class VaultServices:
     vault: Vault
     memory: MemoryStore
     retriever: Retriever
+    editor: Editor
 
 
 @dataclass
@@ -144,6 +147,13 @@ def open_memory(
     )
 
 
+def open_editor(settings: Settings, vault: Vault) -> Editor:
+    """The editor, its undo journal kept per vault in the cache folder."""
+    identity, name = vault_identity(settings)
+    journal = EditJournal(index_file(settings.cache_dir / "edits", identity, name))
+    return Editor(vault, journal, protected=MemoryFiles(settings.memory_path).owns)
+
+
 def open_retriever(
     vault: Vault, settings: Settings, model: Callable[[], Embedder] | None
 ) -> Retriever:
@@ -185,6 +195,7 @@ async def app_lifespan(
                 vault=vault,
                 memory=open_memory(settings, vault, model),
                 retriever=open_retriever(vault, settings, model),
+                editor=open_editor(settings, vault),
             )
             if vault is not None
             else None
@@ -205,3 +216,4 @@ async def app_lifespan(
                     await services.memory.flush_view()
                 services.retriever.close()
                 services.memory.close()
+                services.editor.close()

@@ -63,7 +63,9 @@ def compact_schema(schema: Schema) -> Schema:
     Validation is unchanged: the tool still accepts null there."""
     properties = cast(dict[str, Schema], schema.get("properties", {}))
     compact = {key: value for key, value in schema.items() if key != "title"}
-    compact["properties"] = {name: _compact_parameter(spec) for name, spec in properties.items()}
+    compact["properties"] = {
+        name: _compact_parameter(name, spec) for name, spec in properties.items()
+    }
     return compact
 
 
@@ -74,18 +76,31 @@ def _untitled(spec: Schema) -> Schema:
     return kept
 
 
-def _compact_parameter(spec: Schema) -> Schema:
+# Defaults the server's instructions state once (`server_instructions`), rather than
+# every tool repeating them: `format` is markdown, and a flag (a boolean) is off.
+_DEFAULTS_IN_INSTRUCTIONS = frozenset({"format"})
+
+
+def _compact_parameter(name: str, spec: Schema) -> Schema:
     options = cast(list[Schema], spec.get("anyOf", []))
     concrete = [option for option in options if option.get("type") != "null"]
     if "default" in spec and spec["default"] is None and len(concrete) == 1:
         rest = {key: value for key, value in spec.items() if key not in ("anyOf", "default")}
         spec = {**concrete[0], **rest}
+    if "enum" in spec:
+        # The values already say what type they are.
+        spec = {key: value for key, value in spec.items() if key != "type"}
+    if name in _DEFAULTS_IN_INSTRUCTIONS or (
+        spec.get("type") == "boolean" and spec.get("default") is False
+    ):
+        spec = {key: value for key, value in spec.items() if key != "default"}
     return _untitled(spec)
 
 
-# Limits that guard the server against abuse and never guide a call: the longest text a
-# parameter takes (1,000 to 20,000 characters) and the most items of a list (20 tags).
-_ABUSE_LIMITS = ("maxLength", "maxItems")
+# Limits that guard the server and never guide a call: the longest text a parameter takes
+# (1,000 to 20,000 characters), the most items of a list (20 tags), and that a required
+# text is not empty.
+_ABUSE_LIMITS = ("maxLength", "maxItems", "minLength")
 
 
 def without_abuse_limits(schema: Schema) -> Schema:
@@ -137,9 +152,7 @@ def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
             )
         if isinstance(value, dict):
             entries = cast(dict[str, object], value)
-            return next(
-                (hit for k, v in entries.items() if (hit := find(v, f"{where}.{k}"))), None
-            )
+            return next((hit for k, v in entries.items() if (hit := find(v, f"{where}.{k}"))), None)
         return None
 
     return next((hit for key, value in arguments.items() if (hit := find(value, key))), None)

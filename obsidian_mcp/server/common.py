@@ -24,10 +24,8 @@ APPEND_ONLY = ToolAnnotations(
 
 # The enum says it all: the same answer as markdown (default) or as JSON.
 OutputFormat = Literal["markdown", "json"]
-MaxTokens = Annotated[
-    int | None,
-    Field(ge=100, le=20_000, description="Token budget (default 1,000)."),
-]
+# Its meaning and default are in the server's instructions, once for the four tools.
+MaxTokens = Annotated[int | None, Field(ge=100, le=20_000)]
 
 
 def app_state(ctx: Context[AppState]) -> AppState:

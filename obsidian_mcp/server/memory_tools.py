@@ -104,17 +104,25 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         ] = None,
         occurred: Annotated[
             str | None,
-            Field(max_length=MAX_MOMENT_CHARS, description="When, if not today: a date, "
-                  "'yesterday', '3 days ago'."),
+            Field(
+                max_length=MAX_MOMENT_CHARS,
+                description="When, if not today ('yesterday', a date).",
+            ),
         ] = None,
     ) -> str:
-        """Save a fact, decision, preference or event for later sessions. A changed fact:
-        pass the old id as supersedes. Returns the id and the closest memories."""
+        """Save a fact, decision, preference or event for later sessions (a changed fact:
+        the old id as supersedes). Returns its id and the closest memories."""
         with tool_errors():
             memory = app_state(ctx).require().memory
             result = await memory.remember(
-                content, tags, context or "", type=type, source=source,
-                supersedes=supersedes or (), scope=scope, occurred=occurred,
+                content,
+                tags,
+                context or "",
+                type=type,
+                source=source,
+                supersedes=supersedes or (),
+                scope=scope,
+                occurred=occurred,
             )
         return render_remembered(result, memory.now())
 
@@ -135,10 +143,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 description="Ranks by words and meaning.",
             ),
         ] = None,
-        time_range: Annotated[
-            TimeRange,
-            Field(description="week: 7 days; month: 30."),
-        ] = "all",
+        # "week" and "month" are the last 7 and 30 days, as a model reads them.
+        time_range: TimeRange = "all",
         since: Annotated[
             Moment,
             Field(description="A date or an age, '3d'."),
@@ -151,17 +157,13 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(max_length=MAX_TYPE_CHARS, description="Only this kind."),
         ] = None,
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_RECALL_LIMIT, description="Most memories.")
-        ] = 10,
+        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT, description="Most memories.")] = 10,
         match_all_tags: Annotated[bool, Field(description="All tags, not any.")] = False,
         scope: Annotated[
             str | None,
             Field(max_length=MAX_SCOPE_CHARS, description="Its own and shared."),
         ] = None,
-        include_superseded: Annotated[
-            bool, Field(description="Replaced facts too.")
-        ] = False,
+        include_superseded: Annotated[bool, Field(description="Replaced facts too.")] = False,
         max_tokens: MaxTokens = None,
         format: OutputFormat = "markdown",
     ) -> str:
@@ -194,8 +196,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         ],
         ctx: Context[AppState],
     ) -> str:
-        """Retire a wrong memory. For a changed fact, remember the new one with supersedes
-        instead."""
+        """Retire a wrong memory (a changed fact: remember it anew with supersedes)."""
         with tool_errors():
             memory_store = app_state(ctx).require().memory
             memory = await memory_store.forget(id)
@@ -225,9 +226,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     async def handover(
         ctx: Context[AppState],
         task: Annotated[str, Field(description="The task in progress and where it stands.")],
-        note: Annotated[
-            str, Field(description="Vault path of the handover note.")
-        ] = "handover.md",
+        note: Annotated[str, Field(description="Vault path of the handover note.")] = "handover.md",
     ) -> str:
         memory_store = app_state(ctx).require().memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)

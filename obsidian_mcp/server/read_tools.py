@@ -56,7 +56,12 @@ def format_window(window: NoteWindow) -> str:
         f"{tags} · modified {window.modified}"
     )
     scope = f"section: {window.section} · " if window.section else ""
-    lines = [header, f"{scope}chars {window.offset}-{window.end} of {window.total_chars}", ""]
+    lines = [
+        header,
+        f"{scope}chars {window.offset}-{window.end} of {window.total_chars} · version "
+        f"{window.version}",
+        "",
+    ]
     lines.append(window.text)
     if window.next_offset is not None:
         heading = f", heading={_quote(window.section)}" if window.section else ""
@@ -75,6 +80,7 @@ def format_outline(outline: NoteOutline) -> str:
     if outline.aliases:
         facts.append("aliases: " + ", ".join(outline.aliases))
     facts.append(f"{outline.links} links ({outline.unresolved_links} unresolved)")
+    facts.append(f"version {outline.version}")
     lines = [f"# {outline.title} ({outline.path})", " · ".join(facts)]
     if outline.frontmatter_error:
         lines.append(f"frontmatter could not be parsed: {outline.frontmatter_error}")
@@ -192,7 +198,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_HEADING_CHARS,
-                description="Only this section, e.g. 'Backstory > Childhood'.",
+                description="Only this section ('A > B').",
             ),
         ] = None,
         offset: Annotated[
@@ -201,14 +207,11 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         ] = 0,
         max_chars: Annotated[
             int | None,
-            Field(
-                ge=200, le=100_000, description="Most characters (default 6,000)."
-            ),
+            Field(ge=200, le=100_000, description="Most characters (default 6,000)."),
         ] = None,
         format: OutputFormat = "markdown",
     ) -> str:
-        """A note's text verbatim: whole, a section (heading) or from an offset; a cut read
-        ends with the call that continues it."""
+        """A note's text verbatim: whole, a section (heading) or from an offset."""
         state = app_state(ctx)
         with tool_errors():
             window = await reading.read_note_window(
@@ -240,8 +243,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         depth: Annotated[int, Field(ge=1, le=6, description="Levels shown.")] = 2,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Folders with note counts, and notes, to a depth: how the vault is organised. No
-        note text."""
+        """Folders with note counts, and notes, to a depth; no note text."""
         with tool_errors():
             node = await reading.vault_tree(app_state(ctx).require().vault, folder)
         return to_json(tree_data(node, depth)) if format == "json" else format_tree(node, depth)
@@ -263,8 +265,8 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         ] = "",
         format: OutputFormat = "markdown",
     ) -> str:
-        """Match counts of exact words per folder and file one level under folder, without
-        text: where a term is concentrated."""
+        """Where exact words are concentrated: match counts per folder and file under
+        folder, no text."""
         with tool_errors():
             result = await reading.search_map(app_state(ctx).require().vault, query, folder)
         return to_json(result) if format == "json" else format_search_map(result)
@@ -277,8 +279,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         ],
         ctx: Context[AppState],
     ) -> str:
-        """Append a timestamped entry to your scratch note, a notepad in the vault the user
-        can read. Writes nothing else."""
+        """Append a timestamped entry to your scratch note, a notepad the user can read."""
         state = app_state(ctx)
         with tool_errors():
             path = await reading.append_scratch(

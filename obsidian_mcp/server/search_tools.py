@@ -7,7 +7,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS
 from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.packing import SearchResult
 from obsidian_mcp.retrieval.quick_context import QuickContext, quick_context
@@ -71,16 +71,14 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         ],
         ctx: Context[AppState],
         limit: Annotated[int, Field(ge=1, le=50, description="Most passages.")] = 5,
-        include_context: Annotated[
-            bool, Field(description="Each note's gist and tags.")
-        ] = True,
+        include_context: Annotated[bool, Field(description="Each note's gist and tags.")] = True,
         folder: Folder = "",
         max_tokens: MaxTokens = None,
         concise: Concise = False,
         format: OutputFormat = "markdown",
     ) -> str:
         """Default for any question: the passages that answer it, verbatim, grouped by note
-        with heading, link and score; the first line says how it ranked."""
+        with heading, link and score."""
         with tool_errors():
             result = await _retriever(ctx).semantic_query(
                 query,
@@ -99,8 +97,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             Field(
                 min_length=1,
                 max_length=MAX_QUERY_CHARS,
-                description=f"All must occur; \"quote phrases\". At most {MAX_QUERY_WORDS} "
-                "words.",
+                description='All must occur; "quote phrases".',
             ),
         ],
         ctx: Context[AppState],
@@ -113,8 +110,8 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         concise: Concise = False,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Exact words or quoted phrases (names, quotes, code terms): every note holding all,
-        each match as a snippet, with counts."""
+        """Exact words or quoted phrases (names, code terms): each note holding all, its
+        matches as snippets, with counts."""
         with tool_errors():
             result = await _retriever(ctx).smart_search(
                 query,
@@ -140,8 +137,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         concise: Concise = False,
         format: OutputFormat = "markdown",
     ) -> str:
-        """A note's links, backlinks and similar unlinked notes, each with why (linking
-        sentence, shared tags, passage)."""
+        """A note's links, backlinks and similar unlinked notes, each with why."""
         with tool_errors():
             related = await find_related(
                 _retriever(ctx), path, limit=limit, progress=_progress(ctx)
@@ -164,8 +160,8 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         max_tokens: MaxTokens = None,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Overview of a topic before deeper work: main notes with gists, what they link to,
-        themes, key passages ('summary' lines are derived)."""
+        """A topic's overview before deeper work: main notes with gists, links, themes, key
+        passages."""
         with tool_errors():
             context = await quick_context(
                 _retriever(ctx), topic, max_tokens=max_tokens, progress=_progress(ctx)

@@ -89,6 +89,19 @@ class Source(Protocol):
         does not end with one (the plugin's rule, followed by both sources)."""
         ...
 
+    async def read_exact(self, path: str) -> str:
+        """The note's text for an edit: refused (NotUtf8) where bytes would be lost."""
+        ...
+
+    async def replace_if(self, path: str, expected: str | None, content: str) -> None:
+        """Write the whole note only if it holds `expected` (None: only if it does not
+        exist), else raise NoteChanged with what it holds."""
+        ...
+
+    async def remove_if(self, path: str, expected: str) -> None:
+        """Remove the note only if it holds `expected`, else raise NoteChanged."""
+        ...
+
     async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
         """Notes where every word of `query` occurs (case-insensitive), every occurrence."""
         ...

@@ -9,7 +9,7 @@ import fcntl
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -27,6 +27,7 @@ from obsidian_mcp.errors import (
     VaultError,
 )
 from obsidian_mcp.paths import is_hidden, is_markdown
+from obsidian_mcp.sources import swap
 from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
 
 # Enough of a file's head to tell text from binary: NUL bytes do not occur in text notes.
@@ -312,6 +313,35 @@ class FolderSource:
 
     async def append(self, path: str, content: str) -> None:
         await anyio.to_thread.run_sync(self._append, path, content)
+
+    def _checked(self, operation: Callable[[], None], path: str, doing: str) -> None:
+        try:
+            operation()
+        except OSError as exc:
+            raise FileSystemFailure(path, doing, exc) from exc
+
+    async def read_exact(self, path: str) -> str:
+        """The note's text, refusing any byte that is not UTF-8 (an edit must keep them)."""
+        note = await self.read_note(path)  # the checks and errors of a read
+        del note
+        return await anyio.to_thread.run_sync(swap.read_exact, self._resolve(path), path)
+
+    async def replace_if(self, path: str, expected: str | None, content: str) -> None:
+        """Write the note only if it holds `expected` (None: only if it does not exist);
+        NoteChanged with what it holds otherwise. See `swap`."""
+        target = self._writable(path)
+        await anyio.to_thread.run_sync(
+            self._checked,
+            lambda: swap.replace_if_unchanged(target, path, expected, content),
+            path,
+            "write",
+        )
+
+    async def remove_if(self, path: str, expected: str) -> None:
+        target = self._resolve(path)
+        await anyio.to_thread.run_sync(
+            self._checked, lambda: swap.remove_if_unchanged(target, path, expected), path, "remove"
+        )
 
     # -- search ----------------------------------------------------------------------------
 

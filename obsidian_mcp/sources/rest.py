@@ -42,8 +42,17 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.paths import is_markdown
 from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
 from obsidian_mcp.sources.folder import decode_text, looks_binary
+from obsidian_mcp.sources.swap import NoteChanged
 
 logger = logging.getLogger(__name__)
+
+# `GET /active/` with no note open answers 404 from 3.4.3 (LRA 7274276); before, it hangs.
+_ACTIVE_ANSWERS_WHEN_NONE_OPEN = (3, 4, 3)
+
+
+class UnknownActiveNote(VaultError):
+    def __init__(self, url: str) -> None:
+        super().__init__(f"The plugin at {url} cannot say which note is open (before 3.4.3).")
 
 NOTE_JSON = "application/vnd.olrapi.note+json"
 JSONLOGIC = "application/vnd.olrapi.jsonlogic+json"
@@ -291,9 +300,7 @@ class RestSource:
             authenticated=bool(body.get("authenticated")),
             extension_routes=frozenset(routes),
             extension_ids=frozenset(str(ext.get("id", "")) for ext in extensions),
-            link_index_ready=(
-                bool(body["linkIndexReady"]) if "linkIndexReady" in body else None
-            ),
+            link_index_ready=(bool(body["linkIndexReady"]) if "linkIndexReady" in body else None),
         )
         return self._info
 
@@ -424,6 +431,51 @@ class RestSource:
 
     async def append(self, path: str, content: str) -> None:
         await self._send_text("POST", path, content, idempotent=False)
+
+    async def read_exact(self, path: str) -> str:
+        """The note's text as Obsidian decoded it."""
+        return (await self.read_note(path)).content
+
+    async def replace_if(self, path: str, expected: str | None, content: str) -> None:
+        """Write the note only if it holds `expected` (None: only if it does not exist).
+
+        The plugin has no conditional write: PUT ignores If-Match in every version (LRA
+        #286), and 5.x's PATCH checks `ifMatch` before a read-modify-write that is no more
+        atomic (`vaultOperations.ts`, `patchFileSection`). So the check is a read right
+        before the PUT, and a write landing between the two is lost; with the vault folder
+        known, `Vault` edits on disk instead, where the swap is checked (`swap.py`)."""
+        try:
+            current: str | None = await self.read_exact(path)
+        except NoteNotFound:
+            current = None
+        if current != expected:
+            raise NoteChanged(path, current)
+        await self.write(path, content)
+
+    async def remove_if(self, path: str, expected: str) -> None:
+        """Delete the note (5.x: to Obsidian's trash) only if it holds `expected`."""
+        try:
+            current: str | None = await self.read_exact(path)
+        except NoteNotFound:
+            current = None
+        if current != expected:
+            raise NoteChanged(path, current)
+        await self.delete(path)
+
+    async def active_note(self) -> str | None:
+        """The vault path of the note open in Obsidian, None when none is (404, 3.4.3+).
+        Before 3.4.3 the request hangs when no note is open (its handler throws), so those
+        versions are not asked: UnknownActiveNote."""
+        if (await self.server_info()).version < _ACTIVE_ANSWERS_WHEN_NONE_OPEN:
+            raise UnknownActiveNote(self._settings.base_url)
+        response = await self._send(
+            "GET", "/active/", idempotent=True, headers={"Accept": NOTE_JSON}
+        )
+        if response.status_code == 404:
+            return None
+        body = cast(dict[str, Any], await self._json(self._check(response, "/active/")))
+        path = body.get("path")
+        return path if isinstance(path, str) else None
 
     async def delete(self, path: str) -> None:
         """Remove a file (5.x moves it to Obsidian's trash); a missing one is no error."""

@@ -449,8 +449,19 @@ def _title(path: str, frontmatter: dict[str, object], sections: Sequence[Section
     return name[:-3] if name.lower().endswith(".md") else name
 
 
-def _normalise_heading(text: str) -> str:
+def normalise_heading(text: str) -> str:
+    """A heading as references are compared: plain text, single spaces, case folded."""
     return " ".join(plain_text(text).split()).casefold()
+
+
+def heading_reference_parts(reference: str) -> tuple[str, ...]:
+    """A heading reference split into normalised headings: ``"Sessions > Session 12"``,
+    ``"Sessions::Session 12"`` and ``"Sessions#Session 12"`` (as in links) alike."""
+    return tuple(
+        part
+        for part in map(normalise_heading, _PATH_SEPARATOR_RE.split(reference.strip().lstrip("#")))
+        if part
+    )
 
 
 def _is_subsequence(wanted: Sequence[str], within: Sequence[str]) -> bool:
@@ -469,18 +480,15 @@ def find_section(note: ParsedNote, heading: str) -> Section | None:
     whose heading is the whole reference taken literally (headings containing ``>``).
     Within a tier the first in document order wins.
     """
-    reference = heading.strip().lstrip("#")  # "#Childhood", as written in a link
-    parts = tuple(
-        part for part in map(_normalise_heading, _PATH_SEPARATOR_RE.split(reference)) if part
-    )
-    literal = _normalise_heading(reference)
+    parts = heading_reference_parts(heading)  # "#Childhood", as written in a link, too
+    literal = normalise_heading(heading.strip().lstrip("#"))
     if not literal:
         return None
     headed = [section for section in note.sections if section.heading is not None]
     ranked = [
         (tier, index)
         for index, section in enumerate(headed)
-        if (tier := _match_tier(tuple(map(_normalise_heading, section.path)), parts, literal))
+        if (tier := _match_tier(tuple(map(normalise_heading, section.path)), parts, literal))
         is not None
     ]
     return headed[min(ranked)[1]] if ranked else None

@@ -6,7 +6,10 @@ faithful to the contract in ``shared/reference/local-rest-api.md`` and branching
 Fault switches (latency, failures, hangs, dropped connections) can be set on the command
 line or at run time through ``POST /__standin__/faults``.
 
-Modules: ``server`` (routes, auth, envelopes, faults), ``vault`` (files, metadata, links,
-simple search), ``markdown`` (frontmatter/tags/links parsing), ``jsonlogic``, ``smart``
+Modules: ``server`` (routes, auth, envelopes, faults, ``/active/``), ``vault`` (files,
+metadata, links, simple search), ``markdown`` (frontmatter/tags/links parsing),
+``patch`` (``PATCH /vault/{path}`` per version: markdown-patch 0.2-1.1 and 2.0),
+``mdblocks`` (marked's top-level block lexer, v14 and v17), ``yamljs`` (frontmatter as
+the ``yaml`` npm package loads and stringifies it), ``jsonlogic``, ``smart``
 (``/search/smart`` over ``.smart-env``), ``certs``, ``versions``, ``jsstring``.
 """

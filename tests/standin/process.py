@@ -4,6 +4,7 @@
         with lra.client() as http:          # httpx.Client, authenticated, TLS-verified
             http.get("/vault/")
         lra.set_faults(latency_ms=200)
+        lra.set_active("Projects/Note.md")  # GET /active/ now serves it
         lra.stats()["total"]
 
 Also an async context manager (``async with StandinProcess(...) as lra``), which starts
@@ -204,8 +205,8 @@ class StandinProcess:
 
     def set_faults(self, **faults: Any) -> dict[str, Any]:
         """Change faults at run time: ``latency_ms``, ``fail_every``, ``hang_pattern``,
-        ``drop_every``, ``write_yield_ms`` (the fixed pause inside a PUT or POST, where the
-        plugin awaits between reading and writing; default a random 0-3 ms), and (6.x)
+        ``drop_every``, ``write_yield_ms`` (the fixed pause inside a PUT, POST or PATCH,
+        where the plugin awaits between reading and writing; default a random 0-3 ms), and (6.x)
         ``link_index_pending``; ``None`` clears one, an omitted
         one is left as it is. Resets the request counter that ``fail_every``/``drop_every``
         count. Returns all faults."""
@@ -220,6 +221,16 @@ class StandinProcess:
             link_index_pending=None,
             write_yield_ms=None,
         )
+
+    def set_active(self, path: str | None) -> dict[str, Any]:
+        """Open ``path`` (a vault path) in Obsidian's active pane, or close it with None:
+        what ``GET /active/`` serves. Returns ``{"path": path}``."""
+        return self._control("POST", "active", {"path": path})
+
+    def active(self) -> str | None:
+        """The vault path ``GET /active/`` serves, or None."""
+        path: str | None = self._control("GET", "active")["path"]
+        return path
 
     def stats(self) -> dict[str, Any]:
         """``{"total", "by_route", "by_path", "injected"}``; keys are ``"METHOD path"``."""

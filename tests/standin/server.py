@@ -17,21 +17,33 @@ Emulated express behaviour of the plugin (express 4, default options):
   e.g. ``POST /search/simple/`` without ``query`` on 3.2, a malformed ``%`` escape in a
   vault path before 4.1.3, or a PUT whose body is neither text nor binary (JSON types).
 
-Deliberate differences: routes the stand-in does not emulate (PATCH, MOVE, COPY,
-section targeting via ``Target-Type`` or URL, ``/active/``, ``/periodic/``, ``/commands/``,
-``/open/``, ``/mcp/``, ``/openapi.yaml``, document-map and HTML representations) answer
-501 ``{"message": "Not emulated by the stand-in: ...", "errorCode": 50100}`` rather than
-pretending; ``/search/smart`` answers its 503 immediately (the extension polls 5 s for
-Smart Connections first); Dataview DQL is not emulated (501).
+``PATCH /vault/{path}`` is emulated per version by ``patch`` (the 1.x header format on
+3.x/4.x and behind ``Markdown-Patch-Version: 1`` on 5.x, the legacy ``Heading`` header up
+to 4.0.0, the 2.0 JSON instruction on 5.x/6.x). ``GET /active/`` answers as ``GET
+/vault/{active file}`` plus ``Content-Location``; the active file is set through the
+control route below (none by default: 404, or a hang before 3.4.3).
+
+Deliberate differences: what the stand-in does not emulate answers 501 ``{"message":
+"Not emulated by the stand-in: ...", "errorCode": 50100}`` rather than pretending: MOVE,
+COPY, section targeting via ``Target-Type`` or URL on GET/PUT/POST (and PATCH's 5.x
+raw-content mode), PUT/POST/PATCH/DELETE on ``/active/`` and ``/active/heading/...``,
+the PATCH cases listed in ``patch`` (table rows, scopes other than ``content``,
+``within``, ``destination``, block ids outside top-level paragraphs and one-line list
+items, CR line endings), ``/periodic/``, ``/commands/``, ``/open/``, ``/mcp/``,
+``/openapi.yaml``, document-map and HTML representations; ``/search/smart`` answers its
+503 immediately (the extension polls 5 s for Smart Connections first); Dataview DQL is
+not emulated (501).
 
 Control routes (same bearer key, exempt from faults and stats): ``GET|POST
-/__standin__/faults`` and ``GET|DELETE /__standin__/stats``. Faults apply to every other
-request, authenticated or not, in this order: ``hang_pattern`` (``re.search`` on the path,
-query string excluded), ``drop_every``, then ``latency_ms`` and ``fail_every`` (500
-envelope); the Nth-request counters restart whenever the faults are set.
-``write_yield_ms`` is no fault but the width of the plugin's own race windows: each
-``await`` inside a PUT or POST (after the truncating open; between append's read and its
-write-back) pauses exactly that long instead of a random 0-3 ms (see ``vault``).
+/__standin__/faults``, ``GET|DELETE /__standin__/stats`` and ``GET|POST
+/__standin__/active`` (``{"path": "note.md"}`` or ``{"path": null}``). Faults apply to
+every other request, authenticated or not, in this order: ``hang_pattern``
+(``re.search`` on the path, query string excluded), ``drop_every``, then ``latency_ms``
+and ``fail_every`` (500 envelope); the Nth-request counters restart whenever the faults
+are set. ``write_yield_ms`` is no fault but the width of the plugin's own race windows:
+each ``await`` inside a PUT, POST or PATCH (after the truncating open; between a POST's
+or PATCH's read and its write-back) pauses exactly that long instead of a random 0-3 ms
+(see ``vault``).
 """
 
 from __future__ import annotations
@@ -60,6 +72,7 @@ from typing import Any
 from . import jsonlogic
 from .certs import CERT_NAME, CertificateFiles
 from .jsstring import dumps, encode_string, finish, pretty
+from .patch import NotEmulated, Patcher, PatchRequest
 from .smart import SmartEnv
 from .vault import FileEntry, LinkGraph, Snapshot, Vault
 from .versions import Features, parse_version
@@ -190,8 +203,9 @@ class Faults:
     #: 6.x only: Obsidian has not resolved the vault's links yet (``linkIndexReady`` false,
     #: links null). Not a fault, but switched at run time the same way.
     link_index_pending: bool | None = None
-    #: Milliseconds each ``await`` of a PUT or POST lets other requests run (default: a
-    #: random 0-3 ms); a wide one makes the plugin's write races happen every time.
+    #: Milliseconds each ``await`` of a PUT, POST or PATCH lets other requests run
+    #: (default: a random 0-3 ms); a wide one makes the plugin's write races happen
+    #: every time.
     write_yield_ms: float | None = None
     #: Requests seen since the faults were last set; ``fail_every``/``drop_every`` count it.
     seen: int = 0
@@ -305,6 +319,9 @@ class State:
         self.stats = Stats()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        #: The note open in Obsidian's active pane (``app.workspace.getActiveFile()``),
+        #: a vault path or None; set through ``POST /__standin__/active``.
+        self.active_file: str | None = None
 
 
 @dataclass
@@ -342,6 +359,7 @@ class Plugin:
         self.state = state
         self.f = state.features
         self.vault = state.vault
+        self.patcher = Patcher(self.f.version, state.vault)
         #: Recent JsonLogic and simple-search answers by (kind, snapshot generation, query).
         self._responses: OrderedDict[tuple[Any, ...], Response] = OrderedDict()
         self._responses_lock = threading.Lock()
@@ -393,7 +411,9 @@ class Plugin:
         if m == "GET" and self.f.tags_route and _route_is(p, "/tags/"):
             return json_response({"tags": self.vault.tag_counts()})
         v = parse_version(self.f.version)
-        unemulated = ["/active/", "/commands/", "/open/"]
+        if self._is_active_route(p):
+            return self.active_route(req)
+        unemulated = ["/commands/", "/open/"]
         if v < (5, 0, 2):
             unemulated.append("/periodic/")
         if v >= (4, 0, 0):
@@ -498,6 +518,8 @@ class Plugin:
         path = self._vault_path(req)
         if isinstance(path, Response):
             return path
+        if req.method == "PATCH":
+            return self.vault_patch(req, path)
         if "Target-Type" in req.headers or "Target" in req.headers:
             return not_emulated("Target-Type/Target section targeting")
         m = req.method
@@ -518,7 +540,7 @@ class Plugin:
                 return envelope(status=404)
             return Response(204)
         v = parse_version(self.f.version)
-        if m == "PATCH" or (m == "MOVE" and v >= (4, 1, 0)) or (m == "COPY" and self.f.v5):
+        if (m == "MOVE" and v >= (4, 1, 0)) or (m == "COPY" and self.f.v5):
             return not_emulated(f"{m} /vault/")
         return envelope(status=404)
 
@@ -584,6 +606,72 @@ class Plugin:
             raise TypeError("The request body is neither text nor binary data")
         self.vault.write(path, data, yield_ms=self.state.faults.write_yield_ms)
         return Response(204)
+
+    # --- PATCH (see ``patch``) -----------------------------------------------------------
+
+    def vault_patch(self, req: Request, path: str) -> Response:
+        """``vaultPatch``: on 5.x a path that is an existing file followed by
+        ``heading``/``block``/``frontmatter`` segments is URL targeting (raw-content
+        mode, not emulated); such a keyword with no file before it is 404 (LRA 5.1
+        ``vaultPatch`` ~L1098). 3.x and 4.x take the whole path as the file name."""
+        url_target = url_keyword = False
+        if self.f.v5 and path and self.vault.stat(path.rstrip("/")) is None:
+            segments = path.rstrip("/").split("/")
+            for i in range(len(segments) - 1, 0, -1):
+                if segments[i] in ("heading", "block", "frontmatter") and self.vault.stat(
+                    "/".join(segments[:i])
+                ):
+                    url_target = True
+                    break
+            else:
+                url_keyword = any(s in ("heading", "block", "frontmatter") for s in segments)
+        patch_request = PatchRequest(
+            path=path,
+            headers=req.headers,
+            body_kind=req.body.kind,
+            body=req.body.value,
+            url_target=url_target,
+            url_keyword=url_keyword,
+        )
+        try:
+            reply = self.patcher.handle(patch_request, self.state.faults.write_yield_ms)
+        except NotEmulated as exc:
+            return not_emulated(f"PATCH: {exc}")
+        return Response(reply.status, reply.body, reply.headers)
+
+    # --- /active/ ----------------------------------------------------------------------
+
+    def _is_active_route(self, path: str) -> bool:
+        """``/active/`` until 3.6.0 (express non-strict: ``/active`` too), then
+        ``/active/*`` (which needs the slash)."""
+        lower = path.lower()
+        if self.f.slash_optional_listing:
+            return lower.startswith("/active/")
+        return lower in ("/active", "/active/")
+
+    def active_route(self, req: Request) -> Response:
+        """``activeFileGet`` (LRA ``requestHandler.ts``): ``Content-Location:
+        encodeURI(file.path)`` and then the ``/vault/`` answer for that path. No active
+        file: 404 from 3.4.3 (``7274276``); before, ``file.path`` on null throws in the
+        async handler and the request hangs."""
+        if req.method != "GET":
+            return not_emulated(f"{req.method} /active/")
+        suffix = req.path[len("/active/") :] if len(req.path) > len("/active/") else ""
+        if suffix:
+            return not_emulated("URL section targeting on /active/")
+        if "Target-Type" in req.headers or "Target" in req.headers:
+            return not_emulated("Target-Type/Target section targeting")
+        with self.state.lock:
+            active = self.state.active_file
+        if active is not None and self.vault.stat(active) is None:
+            active = None  # a deleted note is no longer open
+        if active is None:
+            if parse_version(self.f.version) >= (3, 4, 3):
+                return envelope(status=404)
+            raise TypeError("Cannot read properties of null (reading 'path')")
+        response = self.vault_get(req, active)
+        response.headers["Content-Location"] = urllib.parse.quote(active, safe=_ENCODE_URI_SAFE)
+        return response
 
     # --- search -----------------------------------------------------------------------
 
@@ -935,6 +1023,17 @@ class Handler(BaseHTTPRequestHandler):
                         return json_response({"error": str(exc)}, 400)
             with state.lock:
                 return json_response(state.faults.describe())
+        if req.path == "/__standin__/active" and req.method in ("GET", "POST"):
+            if req.method == "POST":
+                body = req.body.value
+                if req.body.kind != "json" or not isinstance(body, dict) or set(body) != {"path"}:
+                    return json_response({"error": 'expected {"path": string or null}'}, 400)
+                if body["path"] is not None and not isinstance(body["path"], str):
+                    return json_response({"error": "path must be a string or null"}, 400)
+                with state.lock:
+                    state.active_file = body["path"]
+            with state.lock:
+                return json_response({"path": state.active_file})
         if req.path == "/__standin__/stats" and req.method in ("GET", "DELETE"):
             with state.lock:
                 if req.method == "DELETE":

@@ -1,0 +1,247 @@
+"""Retrieval per development vault: the figures issue 20 asks for, on each vault apart.
+
+    python -m bench.vaults        # both vaults, index built; ledgerline's first session too
+    python -m bench.vaults --vault ledgerline --no-first-session
+
+What a user gets with the default install: the server on the vault folder, no Smart
+Connections, the local passage index built (``obsidian-mcp index``). Each question gets
+``vault_semantic_query`` with defaults and, on a miss, the read its response suggests
+(``economy.follow_hint``). Figures per vault, split and category: answer in the first
+response, within two calls, and the first response's median tokens.
+
+**First session**: a fresh copy of the vault, no index; the server starts and questions
+are asked one after another (in a seeded random order) until ``FIRST_SESSION_SECONDS``
+have passed, as a user's first minute would. Their hit rate is set against the same
+questions on the built index, both from this one run.
+
+Held-out questions (a seeded third per category of each vault, drawn before any result
+was seen: ``bench/questions.py`` for fixtures, ``fixtures/ledgerline/README.md``) are
+reported apart and never tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.economy import Recorder, Trace, run_traced, semantic_step
+from bench.harness import (
+    FIXTURE_VAULT,
+    OUT_DIR,
+    QUESTIONS,
+    REPO_ROOT,
+    Question,
+    build_indexes,
+    load_questions,
+    markdown_table,
+    median,
+    server_env,
+    stdio_session,
+)
+
+# A user's first minute with a new install: what issue 20 measures the first day by.
+FIRST_SESSION_SECONDS = 60.0
+_ORDER_SEED = "obsidian-mcp first session, issue 20"
+
+
+@dataclass(frozen=True)
+class DevVault:
+    name: str
+    vault: Path
+    questions: Path
+
+
+VAULTS = (
+    DevVault("fixtures", FIXTURE_VAULT, QUESTIONS),
+    DevVault(
+        "ledgerline",
+        REPO_ROOT / "fixtures" / "ledgerline" / "vault",
+        REPO_ROOT / "fixtures" / "ledgerline" / "questions.jsonl",
+    ),
+)
+
+
+def copy_notes(vault: Path, target: Path) -> Path:
+    """The vault without Smart Connections' folder: the default install's view."""
+    shutil.copytree(vault, target, ignore=shutil.ignore_patterns(".smart-env"))
+    return target
+
+
+def figures(traces: Sequence[Trace]) -> dict[str, float]:
+    count = len(traces) or 1
+    return {
+        "questions": len(traces),
+        "hit_first": 100 * sum(t.hit_first for t in traces) / count,
+        "hit_two": 100 * sum(t.hit_two for t in traces) / count,
+        "median_first_tokens": median([t.first_tokens for t in traces]) if traces else 0,
+    }
+
+
+def by_slice(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str, Any]:
+    """{split: {"all" | category: figures}}, plus "all" over both splits."""
+    split_of = {q.id: q.split for q in questions}
+    out: dict[str, Any] = {}
+    for split in ("all", "dev", "heldout"):
+        chosen = [t for t in traces if split == "all" or split_of[t.question] == split]
+        categories = sorted({t.category for t in chosen})
+        out[split] = {
+            "all": figures(chosen),
+            **{c: figures([t for t in chosen if t.category == c]) for c in categories},
+        }
+    return out
+
+
+async def built_index_run(
+    dev_vault: DevVault, questions: Sequence[Question], work: Path
+) -> list[Trace]:
+    copy = copy_notes(dev_vault.vault, work / dev_vault.name / "built" / "vault")
+    env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
+    build_indexes([env])
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        traces, _ = await run_traced(
+            f"{dev_vault.name}, index built", recorder, semantic_step(recorder), questions
+        )
+    return traces
+
+
+async def first_session_run(
+    dev_vault: DevVault, questions: Sequence[Question], work: Path
+) -> list[Trace]:
+    """Questions asked from the server's start on a copy never indexed, until the first
+    minute is over; the traces of those asked within it."""
+    copy = copy_notes(dev_vault.vault, work / dev_vault.name / "cold" / "vault")
+    env = server_env(vault=copy, config_dir=work / dev_vault.name / "cold" / "config")
+    order = list(questions)
+    random.Random(_ORDER_SEED).shuffle(order)
+    asked: list[Trace] = []
+    started = time.perf_counter()
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        step = semantic_step(recorder)
+        for question in order:
+            if time.perf_counter() - started >= FIRST_SESSION_SECONDS:
+                break
+            with contextlib.redirect_stdout(io.StringIO()):  # one line per question otherwise
+                traces, _ = await run_traced("first session", recorder, step, [question])
+            asked += traces
+        print(f"  first session: {sum(t.hit_first for t in asked)}/{len(asked)} answered")
+    return asked
+
+
+def slice_table(name: str, found: dict[str, Any]) -> str:
+    rows: list[list[object]] = []
+    for split, slices in found.items():
+        for category, f in slices.items():
+            rows.append(
+                [
+                    name,
+                    split,
+                    category,
+                    int(f["questions"]),
+                    f"{f['hit_first']:.0f}%",
+                    f"{f['hit_two']:.0f}%",
+                    f"{f['median_first_tokens']:.0f}",
+                ]
+            )
+    return markdown_table(
+        [
+            "vault",
+            "split",
+            "category",
+            "questions",
+            "first response",
+            "within two",
+            "median tokens",
+        ],
+        rows,
+    )
+
+
+def first_session_table(result: dict[str, Any]) -> str:
+    rows = [
+        [
+            vault,
+            int(r["asked"]),
+            f"{r['cold_first']:.0f}%",
+            f"{r['built_first']:.0f}%",
+            f"{r['cold_first'] - r['built_first']:+.0f}",
+        ]
+        for vault, r in result.items()
+    ]
+    return markdown_table(
+        [
+            "vault",
+            "questions asked in the first 60 s",
+            "first response, cold",
+            "same questions, index built",
+            "difference (points)",
+        ],
+        rows,
+    )
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    chosen = [v for v in VAULTS if args.vault in (None, v.name)]
+    results: dict[str, Any] = {"per_vault": {}, "first_session": {}, "traces": {}}
+    with tempfile.TemporaryDirectory(prefix="vaults-") as tmp:
+        work = Path(tmp)
+        for dev_vault in chosen:
+            questions = load_questions(dev_vault.questions)
+            print(f"{dev_vault.name}: {len(questions)} questions", flush=True)
+            traces = await built_index_run(dev_vault, questions, work)
+            results["per_vault"][dev_vault.name] = by_slice(traces, questions)
+            results["traces"][dev_vault.name] = {
+                t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
+            }
+            if args.first_session and dev_vault.name == "ledgerline":
+                cold = await first_session_run(dev_vault, questions, work)
+                built = {t.question: t for t in traces}
+                same = [built[t.question] for t in cold]
+                results["first_session"][dev_vault.name] = {
+                    "asked": len(cold),
+                    "cold_first": figures(cold)["hit_first"],
+                    "built_first": figures(same)["hit_first"],
+                    "cold_hits": [t.question for t in cold if t.hit_first],
+                }
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.vaults", description=__doc__)
+    parser.add_argument("--vault", choices=[v.name for v in VAULTS], default=None)
+    parser.add_argument(
+        "--no-first-session",
+        dest="first_session",
+        action="store_false",
+        help="leave out the cold-start run on ledgerline",
+    )
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    found = anyio.run(run, args)
+    found["seconds"] = time.perf_counter() - started
+    for name, slices in found["per_vault"].items():
+        print("\n" + slice_table(name, slices))
+    if found["first_session"]:
+        print("\n" + first_session_table(found["first_session"]))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"vaults-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
+    print(f"\nresults: {path} ({found['seconds'] / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()

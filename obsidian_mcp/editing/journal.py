@@ -1,0 +1,137 @@
+"""The undo journal: each edit's span before and after, in the cache folder, never the vault.
+
+One SQLite file per vault beside the passage index (several server processes share it;
+SQLite serialises their writes). Bounded: the oldest entries go once there are more than
+`KEPT_EDITS`, so it never grows with the vault's history.
+"""
+
+import logging
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# Enough for every edit of a long working session, and a few megabytes at most.
+KEPT_EDITS = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS edits (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    at REAL NOT NULL,
+    start INTEGER NOT NULL,
+    old_text TEXT,
+    new_text TEXT,
+    before TEXT NOT NULL,
+    after TEXT NOT NULL,
+    undone_by TEXT
+)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """`old_text` became `new_text` at `start` of `path`. None means the note did not
+    exist (before a create, after an undone create); then the texts are whole notes."""
+
+    id: str
+    path: str
+    at: float
+    start: int
+    old_text: str | None
+    new_text: str | None
+    before: str  # the text just before the span, to find it again if lines above moved
+    after: str
+    undone_by: str | None
+
+
+def _open(file: Path | str) -> sqlite3.Connection:
+    db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute(_SCHEMA)
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+class EditJournal:
+    def __init__(self, file: Path, *, kept: int = KEPT_EDITS) -> None:
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            self._db = _open(file)
+        except (OSError, sqlite3.Error) as exc:
+            # A full or read-only cache disk must not stop the server: edits still work,
+            # and undo reaches back only through this session.
+            logger.warning(
+                "undo journal %s cannot be used (%s); keeping it in memory for this session",
+                file,
+                exc,
+            )
+            self._db = _open(":memory:")
+        self._lock = threading.Lock()
+        self._kept = kept
+
+    def record(
+        self,
+        path: str,
+        start: int,
+        old_text: str | None,
+        new_text: str | None,
+        context: tuple[str, str],
+    ) -> str:
+        edit_id = "e-" + secrets.token_hex(4)
+        row = (edit_id, path, time.time(), start, old_text, new_text, *context)
+        with self._lock:
+            try:
+                self._insert(row)
+            except sqlite3.Error as exc:
+                # The edit is written already: its undo must not be what fails it.
+                logger.warning("undo journal cannot be written (%s); keeping it in memory", exc)
+                self._db.close()
+                self._db = _open(":memory:")
+                self._insert(row)
+        return edit_id
+
+    def _insert(self, row: tuple[object, ...]) -> None:
+        self._db.execute(
+            "INSERT INTO edits (id, path, at, start, old_text, new_text, before, after) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        self._db.execute(
+            "DELETE FROM edits WHERE seq <= (SELECT MAX(seq) FROM edits) - ?", (self._kept,)
+        )
+
+    def get(self, edit_id: str) -> JournalEntry | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, path, at, start, old_text, new_text, before, after, undone_by "
+                "FROM edits WHERE id = ?",
+                (edit_id.strip(),),
+            ).fetchone()
+        return JournalEntry(*row) if row is not None else None
+
+    def mark_undone(self, edit_id: str, by: str) -> None:
+        with self._lock:
+            self._db.execute("UPDATE edits SET undone_by = ? WHERE id = ?", (by, edit_id))
+
+    def recent_ids(self, path: str, count: int = 5) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id FROM edits WHERE path = ? AND undone_by IS NULL "
+                "ORDER BY seq DESC LIMIT ?",
+                (path, count),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

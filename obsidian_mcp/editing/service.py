@@ -1,0 +1,421 @@
+"""Edits as the tools make them: read, check, apply, write with a check, journal, receipt.
+
+The stages, each in its own module: `operations` turns a note's text into the edited text
+(pure); `versions` gives the tokens reads hand out; `vault.replace_if` writes only over
+the text the edit was made from; `journal` keeps what undo needs; `diff` makes the
+receipt's short diff. This module only orders them and decides when to refuse.
+
+Why the server splices notes itself and never sends the plugin's PATCH: no version of it
+can be made safe or byte-identical (`shared/reference/editing.md` §1). 3.x-4.x apply a
+patch with no precondition, and 5.x checks `ifMatch` before a read-modify-write that is no
+more atomic (`vaultOperations.ts`); duplicate headings resolve to the last one, a missing
+nested target is created at the top level, any frontmatter change rewrites the whole YAML
+block; 1.x and 2.0 own whitespace differently, and 6.0 drops 1.x. So every edit is
+computed here from the note's text and written whole, only over that text
+(`Vault.replace_if`): the same bytes through the folder and every plugin version.
+"""
+
+import difflib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from obsidian_mcp.editing.diff import changed_span, context_around, diff_lines
+from obsidian_mcp.editing.journal import EditJournal, JournalEntry
+from obsidian_mcp.editing.lines import split_lines
+from obsidian_mcp.editing.operations import (
+    Applied,
+    EditRequest,
+    apply_edit,
+    created_text,
+)
+from obsidian_mcp.editing.targets import EditRefused, NoteStructure, heading_matches
+from obsidian_mcp.errors import NoteNotFound
+from obsidian_mcp.limits import excerpt
+from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
+from obsidian_mcp.sources.swap import NoteChanged
+from obsidian_mcp.text.versions import version_of
+from obsidian_mcp.vault import Vault
+
+logger = logging.getLogger(__name__)
+
+# A note changed this recently by someone other than this server, and open in Obsidian,
+# is being typed in: Obsidian saves about 2 s after the last keystroke, so 5 s covers a
+# pause between sentences without holding an agent back for long.
+USER_EDIT_SECONDS = 5.0
+# An edit without a version whose note changed elsewhere between the read and the write
+# is made again on the new text this many times, when its own section did not change.
+_REAPPLY_ATTEMPTS = 3
+# Lines of a changed section a refusal shows.
+_CHANGED_LINES_SHOWN = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    path: str
+    operation: str
+    target: str
+    diff: list[str]
+    chars_before: int
+    chars_after: int
+    version: str  # the note's version after the edit (before it, for a dry run)
+    edit_id: str | None  # None for a dry run or an edit that changed nothing
+    dry_run: bool = False
+    note: str = ""  # what else the agent should know (a retry, a user change)
+
+
+class Editor:
+    def __init__(
+        self,
+        vault: Vault,
+        journal: EditJournal,
+        *,
+        protected: Callable[[str], bool],
+        clock: Callable[[], float] = time.time,
+        user_edit_seconds: float = USER_EDIT_SECONDS,
+    ) -> None:
+        """`protected`: paths edits never touch (the memory files and their page)."""
+        self._vault = vault
+        self._journal = journal
+        self._protected = protected
+        self._clock = clock
+        self._user_edit_seconds = user_edit_seconds
+        self.recent = vault.recent
+        # The version this server last wrote per note: a recent change that is ours is not
+        # the user typing.
+        self._written: dict[str, str] = {}
+
+    def saw(self, text: str) -> str:
+        return self.recent.saw(text)
+
+    def close(self) -> None:
+        self._journal.close()
+
+    # -- edit --------------------------------------------------------------------------
+
+    def _check_path(self, raw_path: str) -> str:
+        path = normalize_vault_path(raw_path)
+        if not is_markdown(path):
+            path += ".md"
+        if is_hidden(path) or self._protected(path):
+            raise EditRefused(
+                f"{path!r} is not a note agents may edit (the memory files, their page and "
+                "hidden folders are the server's or Obsidian's). Use vault_remember for "
+                "memories; edit notes elsewhere in the vault."
+            )
+        return path
+
+    async def edit(
+        self,
+        raw_path: str,
+        request: EditRequest,
+        *,
+        version: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> Receipt:
+        path = self._check_path(raw_path)
+        if request.operation == "create":
+            return await self._create(path, request, dry_run=dry_run)
+        path, text = await self._vault.read_for_edit(path)
+        if version is not None and version.strip() != version_of(text):
+            raise EditRefused(self._stale_version(path, version.strip(), text, request))
+        if not dry_run:
+            await self._refuse_if_user_is_typing(path, text, force=force)
+        note = ""
+        for _ in range(_REAPPLY_ATTEMPTS):
+            applied = apply_edit(path, text, request)
+            if dry_run or applied.text == text:
+                return self._receipt(path, request, text, applied, edit_id=None, dry_run=dry_run)
+            try:
+                await self._vault.replace_if(path, text, applied.text)
+            except NoteChanged as changed:
+                text = self._after_conflict(path, request, text, changed, version)
+                note = (
+                    "The note changed elsewhere while this edit was made; the target "
+                    "section had not, so the edit was made on the new text."
+                )
+                continue
+            return self._written_receipt(path, request, text, applied, note)
+        raise EditRefused(
+            f"{path!r} kept changing while this edit was made ({_REAPPLY_ATTEMPTS} tries); "
+            "nothing was written. Someone is editing it: wait, read it again and retry."
+        )
+
+    def _written_receipt(
+        self, path: str, request: EditRequest, old: str, applied: Applied, note: str
+    ) -> Receipt:
+        span = changed_span(old, applied.text)
+        edit_id = self._journal.record(
+            path,
+            span.start,
+            old[span.start : span.old_end],
+            applied.text[span.start : span.new_end],
+            context_around(applied.text, span.start, span.new_end),
+        )
+        self._wrote(path, applied.text)
+        return self._receipt(path, request, old, applied, edit_id=edit_id, note=note)
+
+    def _wrote(self, path: str, text: str | None) -> None:
+        if text is None:
+            self._written.pop(path, None)
+            return
+        self._written[path] = self.recent.saw(text)
+
+    def _after_conflict(
+        self,
+        path: str,
+        request: EditRequest,
+        text: str,
+        changed: NoteChanged,
+        version: str | None,
+    ) -> str:
+        """The new text to make the edit on again, or EditRefused when the edit's own
+        target changed (or the agent named the version it read)."""
+        current = changed.current
+        if current is None:
+            raise NoteNotFound(path)
+        if version is not None:
+            raise EditRefused(self._stale_version(path, version, current, request))
+        before, after = _target_text(path, text, request), _target_text(path, current, request)
+        if before != after:
+            raise EditRefused(
+                f"{path!r} changed while this edit was made, in its target: "
+                f"{_what_changed(before, after)} Nothing was written; read the section "
+                f"again (version {self.saw(current)}) and edit that."
+            )
+        return current
+
+    def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
+        now = self.saw(current)
+        old = self.recent.get(version)
+        if old is None:
+            what = "Its target now reads: " + _what_changed(
+                None, _target_text(path, current, request)
+            )
+        else:
+            what = _what_changed(
+                _target_text(path, old, request), _target_text(path, current, request)
+            )
+        return (
+            f"{path!r} changed since version {version} (it is {now} now); nothing was "
+            f"written. {what} Make the edit against the current text with version={now}."
+        )
+
+    async def _refuse_if_user_is_typing(self, path: str, text: str, *, force: bool) -> None:
+        """Leave a note alone that someone else changed a moment ago and may still be
+        saving. `force` overrides only what can be overridden safely: the user's typing in
+        a note whose write is checked on disk."""
+        stat = await self._vault.stat_for_edit(path)
+        if stat is None:
+            return
+        age = self._clock() - stat.mtime_ms / 1000
+        if age >= self._user_edit_seconds or self._written.get(path) == version_of(text):
+            return
+        wait = f"Wait {self._user_edit_seconds:.0f} s and read it again."
+        if not text:
+            # A save truncates the file before it writes it: an empty note changed a
+            # moment ago is most likely half saved, and an edit made on it would replace
+            # the whole text the save is about to write (measured: bench/edit_races.py).
+            raise EditRefused(
+                f"{path!r} is empty and changed {max(age, 0):.0f} s ago: a save may be half "
+                f"done, so nothing was written. {wait}"
+            )
+        if not self._vault.writes_checked:
+            raise EditRefused(
+                f"{path!r} changed {max(age, 0):.0f} s ago, so nothing was written, even with "
+                "force: through Obsidian's API alone a write cannot be checked against a save "
+                "landing at the same moment (the plugin has no conditional write). "
+                f"{wait} Setting OBSIDIAN_VAULT_PATH lets edits be checked on disk."
+            )
+        if force:
+            return
+        if await self._vault.open_in_obsidian(path) is False:
+            return  # changed recently, but not in the note the user has open
+        raise EditRefused(
+            f"{path!r} changed {max(age, 0):.0f} s ago and may be open in Obsidian: the user "
+            f"could be typing in it, so nothing was written. Wait {self._user_edit_seconds:.0f} "
+            "s and read it again, or pass force=true if the user asked for this edit now."
+        )
+
+    async def _create(self, path: str, request: EditRequest, *, dry_run: bool) -> Receipt:
+        text = created_text(request)
+        applied = Applied(text, "new note")
+        if dry_run:
+            try:
+                await self._vault.read_for_edit(path)
+            except NoteNotFound:
+                return self._receipt(path, request, "", applied, edit_id=None, dry_run=True)
+            raise EditRefused(_exists(path))
+        try:
+            await self._vault.replace_if(path, None, text)
+        except NoteChanged:
+            raise EditRefused(_exists(path)) from None
+        edit_id = self._journal.record(path, 0, None, text, ("", ""))
+        self._wrote(path, text)
+        return self._receipt(path, request, "", applied, edit_id=edit_id)
+
+    def _receipt(
+        self,
+        path: str,
+        request: EditRequest,
+        old: str,
+        applied: Applied,
+        *,
+        edit_id: str | None,
+        dry_run: bool = False,
+        note: str = "",
+    ) -> Receipt:
+        new = applied.text
+        if new == old and not dry_run:
+            note = note or "The note already read so; nothing was written."
+        return Receipt(
+            path=path,
+            operation=request.operation,
+            target=applied.target,
+            diff=diff_lines(old, new, changed_span(old, new)),
+            chars_before=len(old),
+            chars_after=len(new),
+            version=self.saw(new if not dry_run else old),
+            edit_id=edit_id,
+            dry_run=dry_run,
+            note=note,
+        )
+
+    # -- undo --------------------------------------------------------------------------
+
+    async def undo(self, edit_id: str) -> Receipt:
+        entry = self._journal.get(edit_id)
+        if entry is None:
+            raise EditRefused(
+                f"No edit {excerpt(edit_id, 40)} in the journal (it keeps the last edits of "
+                "this vault, made by this server). Use the edit_id from an edit's receipt."
+            )
+        if entry.undone_by is not None:
+            raise EditRefused(
+                f"Edit {entry.id} was already undone (by {entry.undone_by}); undo that one to "
+                "make it again."
+            )
+        request = EditRequest("replace_text", target="(undo)")
+        if entry.new_text is None or entry.old_text is None:
+            return await self._undo_whole(entry, request)
+        path, current = await self._vault.read_for_edit(entry.path)
+        start = _locate(current, entry)
+        if start is None:
+            raise EditRefused(
+                f"The text edit {entry.id} wrote in {entry.path!r} has changed since, so undo "
+                "would overwrite that change; nothing was written. Read the note and edit it "
+                "back by hand."
+            )
+        restored = current[:start] + entry.old_text + current[start + len(entry.new_text) :]
+        try:
+            await self._vault.replace_if(path, current, restored)
+        except NoteChanged:
+            raise EditRefused(
+                f"{path!r} changed while the undo was made; nothing was written. Try again."
+            ) from None
+        span = changed_span(current, restored)
+        undo_id = self._journal.record(
+            path,
+            span.start,
+            current[span.start : span.old_end],
+            restored[span.start : span.new_end],
+            context_around(restored, span.start, span.new_end),
+        )
+        self._journal.mark_undone(entry.id, undo_id)
+        self._wrote(path, restored)
+        return self._receipt(
+            path, request, current, Applied(restored, f"undo of {entry.id}"), edit_id=undo_id
+        )
+
+    async def _undo_whole(self, entry: JournalEntry, request: EditRequest) -> Receipt:
+        """Undo a create (the note goes, if nobody changed it) or the undo of one."""
+        path = entry.path
+        if entry.new_text is not None:
+            try:
+                await self._vault.remove_if(path, entry.new_text)
+            except NoteChanged:
+                raise EditRefused(
+                    f"{path!r} changed since edit {entry.id} created it, so it was not "
+                    "removed. Read it and remove it by hand if it should go."
+                ) from None
+            undo_id = self._journal.record(path, 0, entry.new_text, None, ("", ""))
+            self._wrote(path, None)
+            applied = Applied("", f"undo of {entry.id}: note removed")
+            old = entry.new_text
+        else:
+            assert entry.old_text is not None
+            try:
+                await self._vault.replace_if(path, None, entry.old_text)
+            except NoteChanged:
+                raise EditRefused(
+                    f"A note exists at {path!r} again, so edit {entry.id} cannot be undone."
+                ) from None
+            undo_id = self._journal.record(path, 0, None, entry.old_text, ("", ""))
+            self._wrote(path, entry.old_text)
+            applied = Applied(entry.old_text, f"undo of {entry.id}: note restored")
+            old = ""
+        self._journal.mark_undone(entry.id, undo_id)
+        return self._receipt(path, request, old, applied, edit_id=undo_id)
+
+
+def _exists(path: str) -> str:
+    return (
+        f"A note already exists at {path!r}; create never overwrites one. Nothing was "
+        "written. Edit it with append, prepend or replace, or choose a new path."
+    )
+
+
+def _locate(current: str, entry: JournalEntry) -> int | None:
+    """Where the edit's new text still stands: at its place, or (lines above moved) the
+    one place its text and context occur."""
+    assert entry.new_text is not None
+    at = entry.start
+    end = at + len(entry.new_text)
+    if (
+        current[at:end] == entry.new_text
+        and current[max(0, at - len(entry.before)) : at] == entry.before
+        and current[end : end + len(entry.after)] == entry.after
+    ):
+        return at
+    needle = entry.before + entry.new_text + entry.after
+    first = current.find(needle)
+    if first < 0 or current.find(needle, first + 1) >= 0:
+        return None
+    return first + len(entry.before)
+
+
+def _target_text(path: str, text: str, request: EditRequest) -> str:
+    """The part of the note an edit's target covers, to tell whether it changed."""
+    target = (request.target or "").strip()
+    if request.operation == "replace_text":
+        # The text is replaced wherever it stands: what matters is how often it does.
+        return f"{text.count(request.target or '')} matches of the text"
+    lines = split_lines(text)
+    structure = NoteStructure.of(path, lines)
+    if request.operation in ("set", "delete"):
+        return "\n".join(line.text for line in lines[: structure.body_line])
+    if target.startswith("^"):
+        return "\n".join(line.text for line in lines if target in line.text)
+    matches = heading_matches(structure, target)
+    if len(matches) != 1:
+        return f"{len(matches)} matching headings"
+    heading = matches[0]
+    return "\n".join(line.text for line in lines[heading.heading_line : heading.end_line])
+
+
+def _what_changed(before: str | None, after: str) -> str:
+    if before is None:
+        shown = after.splitlines()[:_CHANGED_LINES_SHOWN]
+        return "\n".join(shown) + ("\n…" if len(after.splitlines()) > len(shown) else "")
+    if before == after:
+        return "its target section did not change (the change is elsewhere in the note)."
+    changed = [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    shown = changed[:_CHANGED_LINES_SHOWN]
+    more = len(changed) - len(shown)
+    return "in its target: " + " | ".join(shown) + (f" (and {more} more lines)." if more else ".")

@@ -1,0 +1,46 @@
+"""Version tokens: what a read hands out and an edit brings back to prove it is current.
+
+A token is a hash of the note's text, so the folder and every plugin version give the same
+token for the same note, and no state is needed to check one. Texts recently read or
+written are kept for a while, so a refused edit can say what changed in its section.
+"""
+
+import hashlib
+from collections import OrderedDict
+
+# 48 bits: two different texts of one note share a token about once in 10^14 pairs; the
+# plugin's 24-bit `versionOf` (5.x) is short enough to collide in a long-lived vault.
+_TOKEN_HEX = 12
+# Texts kept for "what changed" messages: a few hundred kilobytes in the usual session.
+_RECENT_TEXTS = 64
+_RECENT_CHARS = 4_000_000
+
+
+def version_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_TOKEN_HEX]
+
+
+class RecentTexts:
+    """Texts by version, the most recent kept within a count and a size."""
+
+    def __init__(self, count: int = _RECENT_TEXTS, chars: int = _RECENT_CHARS) -> None:
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._count = count
+        self._chars = chars
+        self._held = 0
+
+    def saw(self, text: str) -> str:
+        """Keep `text`; its version."""
+        version = version_of(text)
+        if version in self._texts:
+            self._texts.move_to_end(version)
+            return version
+        self._texts[version] = text
+        self._held += len(text)
+        while self._texts and (len(self._texts) > self._count or self._held > self._chars):
+            _, dropped = self._texts.popitem(last=False)
+            self._held -= len(dropped)
+        return version
+
+    def get(self, version: str) -> str | None:
+        return self._texts.get(version)
