@@ -2,6 +2,7 @@
 
     python -m bench.ablation                    # dev split, every stage off in turn
     python -m bench.ablation --split heldout    # the held-out third, reported apart
+    python -m bench.ablation --vault ledgerline # the second development vault (folder mode)
 
 For every configuration (all stages on, the server's default, then each stage of
 ``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
@@ -29,7 +30,6 @@ from bench.economy import Recorder, Trace, run_traced, semantic_step
 from bench.harness import (
     OUT_DIR,
     QUERY_VECTORS,
-    QUESTIONS,
     Question,
     build_indexes,
     load_questions,
@@ -39,6 +39,7 @@ from bench.harness import (
     stdio_session,
 )
 from bench.retrieval_bench import copy_vault
+from bench.vaults import VAULTS, DevVault, copy_notes
 from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
@@ -48,7 +49,6 @@ CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
     ("all stages", frozenset()),
     *((f"no {stage}", frozenset({stage})) for stage in STAGES),
 )
-MODES = ("smart", "folder")
 # The slices each stage is aimed at, reported beside the whole split.
 SLICES = ("two-file", "paraphrase", "trait: alias", "trait: next-sentence")
 
@@ -95,31 +95,40 @@ async def run_config(
 
 
 async def ablation(
-    questions: Sequence[Question], work: Path, *, embeddings: bool = True
+    questions: Sequence[Question],
+    work: Path,
+    *,
+    embeddings: bool = True,
+    vault: DevVault = VAULTS[0],
 ) -> dict[str, Any]:
     """Every configuration in every mode: {mode: {config: summary}}. Each mode's passage
     index is built first, so every configuration meets the same complete index (a build
     still running in the background would favour the configurations measured last).
-    `embeddings=False` runs without the local model (the quick run)."""
-    with_env = copy_vault(work / "with-env" / "vault", vectors=True)
-    without_env = copy_vault(work / "no-env" / "vault", vectors=False)
+    `embeddings=False` runs without the local model (the quick run). Only the fixture
+    vault has the questions' vectors `/search/smart` needs: other vaults run the folder
+    mode alone."""
     config_dir = work / "config"
-    results: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
-    async with StandinProcess(
-        with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
-    ) as standin:
-        env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
-        build_indexes([env])
-        for name, off in CONFIGS:
-            traces = await run_config(env, off, f"smart, {name}", questions)
-            results["smart"][name] = summarise(traces, questions)
+    results: dict[str, dict[str, Any]] = {}
+    if vault.name == VAULTS[0].name:
+        with_env = copy_vault(work / "with-env" / "vault", vectors=True)
+        results["smart"] = {}
+        async with StandinProcess(
+            with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
+        ) as standin:
+            env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+            build_indexes([env])
+            for name, off in CONFIGS:
+                traces = await run_config(env, off, f"smart, {name}", questions)
+                results["smart"][name] = summarise(traces, questions)
+    without_env = copy_notes(vault.vault, work / "no-env" / "vault")
+    results["folder"] = {}
     env = server_env(vault=without_env, config_dir=config_dir, embeddings=embeddings)
     build_indexes([env])
     for name, off in CONFIGS:
         traces = await run_config(env, off, f"folder, {name}", questions)
         results["folder"][name] = summarise(traces, questions)
     split = ", ".join(sorted({q.split for q in questions}))
-    return {"questions": len(questions), "split": split, "modes": results}
+    return {"questions": len(questions), "split": split, "vault": vault.name, "modes": results}
 
 
 def ablation_table(found: dict[str, Any]) -> str:
@@ -149,16 +158,17 @@ def ablation_table(found: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    questions = [q for q in load_questions(args.questions) if q.split == args.split]
-    print(f"ablation: {len(questions)} {args.split} questions", flush=True)
+    vault = next(v for v in VAULTS if v.name == args.vault)
+    questions = [q for q in load_questions(vault.questions) if q.split == args.split]
+    print(f"ablation: {len(questions)} {args.split} questions of {vault.name}", flush=True)
     with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
-        return await ablation(questions, Path(tmp))
+        return await ablation(questions, Path(tmp), vault=vault)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ablation", description=__doc__)
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
-    parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--vault", choices=[v.name for v in VAULTS], default=VAULTS[0].name)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     parser.add_argument(
         "--report",
@@ -175,16 +185,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.report is not None:
         from bench.report import write_section  # the report imports this module
 
+        on = "" if args.vault == VAULTS[0].name else f", {args.vault}"
+        flag = "" if args.vault == VAULTS[0].name else f" --vault {args.vault}"
         section = (
-            f"## Ablation: each stage of vault_semantic_query switched off ({args.split} split)"
-            f"\n\n`python -m bench.ablation --split {args.split}` "
+            "## Ablation: each stage of vault_semantic_query switched off "
+            f"({args.split} split{on})"
+            f"\n\n`python -m bench.ablation --split {args.split}{flag}` "
             f"({time.strftime('%Y-%m-%d')}, {found['seconds'] / 60:.0f} min). Each question gets "
             "`vault_semantic_query` with defaults, and on a miss the read its response "
             "suggests; the slices are those a stage aims at.\n\n" + table
         )
-        print(f"report: {write_section(args.report, f'ablation-{args.split}', section)}")
+        name = f"ablation-{args.split}" + on.replace(", ", "-")
+        print(f"report: {write_section(args.report, name, section)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"ablation-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = args.out / f"ablation-{args.vault}-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
     print(f"\nresults: {path}")
 
