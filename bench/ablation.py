@@ -34,12 +34,11 @@ from bench.harness import (
     build_indexes,
     load_questions,
     markdown_table,
-    median,
     server_env,
     stdio_session,
 )
 from bench.retrieval_bench import copy_vault
-from bench.vaults import VAULTS, DevVault, copy_notes
+from bench.vaults import VAULTS, DevVault, copy_notes, figures
 from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
@@ -57,17 +56,6 @@ def in_slice(question: Question, name: str) -> bool:
     if name.startswith("trait: "):
         return name.removeprefix("trait: ") in question.traits
     return question.category == name
-
-
-def figures(traces: Sequence[Trace]) -> dict[str, float]:
-    count = len(traces) or 1
-    return {
-        "questions": len(traces),
-        "hit_first": 100 * sum(t.hit_first for t in traces) / count,
-        "hit_two": 100 * sum(t.hit_two for t in traces) / count,
-        "median_first_tokens": median([t.first_tokens for t in traces]),
-        "errors": sum(1 for t in traces if t.error),
-    }
 
 
 def summarise(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str, Any]:

@@ -468,6 +468,11 @@ def long_profile(work: Path, calls_per_tool: int) -> dict[str, Any]:
             {**where, "config_dir": root / "cfg", "cache_dir": root / "cache"}
         )
 
+    def fuzz_edits(root: Path, vault: Path, standin: StandinProcess | None, examples: int) -> Tally:
+        """The edit tools' run through the folder, or the stand-in beside it."""
+        settings = settings_for(root, standin, vault)
+        return edit_fuzz(partial(build_server, settings), root, vault, root / "cache", examples)
+
     started = time.perf_counter()
     sources: dict[str, list[dict[str, Any]]] = {}
     examples: list[str] = []
@@ -480,29 +485,16 @@ def long_profile(work: Path, calls_per_tool: int) -> dict[str, Any]:
         edit_vault, _ = prepare_vault(FIXTURE_VAULT, edit_root)
         guard = Guard(vault, canary, WRITABLE)
         print(f"hostile inputs: {calls_per_tool:,} calls per tool through the {source}", flush=True)
+
         if source == "folder":
             tally = run_fuzz(build_server(settings_for(root, None, vault)), guard, calls_per_tool)
-            edit_settings = settings_for(edit_root, None, edit_vault)
-            edits = edit_fuzz(
-                partial(build_server, edit_settings),
-                edit_root,
-                edit_vault,
-                edit_root / "cache",
-                calls_per_tool,
-            )
+            edits = fuzz_edits(edit_root, edit_vault, None, calls_per_tool)
         else:
             with StandinProcess(vault, plugin_version=STANDIN_VERSION) as standin:
                 settings = settings_for(root, standin, vault)
                 tally = run_fuzz(build_server(settings), guard, calls_per_tool)
             with StandinProcess(edit_vault, plugin_version=STANDIN_VERSION) as standin:
-                edit_settings = settings_for(edit_root, standin, edit_vault)
-                edits = edit_fuzz(
-                    partial(build_server, edit_settings),
-                    edit_root,
-                    edit_vault,
-                    edit_root / "cache",
-                    calls_per_tool,
-                )
+                edits = fuzz_edits(edit_root, edit_vault, standin, calls_per_tool)
         sources[source] = sorted(tally.rows() + edits.rows(), key=lambda row: row["tool"])
         examples += tally.examples + edits.examples
     return {

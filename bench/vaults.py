@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -86,6 +87,7 @@ def figures(traces: Sequence[Trace]) -> dict[str, float]:
         "hit_first": 100 * sum(t.hit_first for t in traces) / count,
         "hit_two": 100 * sum(t.hit_two for t in traces) / count,
         "median_first_tokens": median([t.first_tokens for t in traces]) if traces else 0,
+        "errors": sum(1 for t in traces if t.error),
     }
 
 
@@ -175,6 +177,7 @@ def first_session_table(result: dict[str, Any]) -> str:
         [
             vault,
             int(r["asked"]),
+            f"{r.get('first_wait_seconds', 0)} s",
             f"{r['cold_first']:.0f}%",
             f"{r['built_first']:.0f}%",
             f"{r['cold_first'] - r['built_first']:+.0f}",
@@ -185,6 +188,7 @@ def first_session_table(result: dict[str, Any]) -> str:
         [
             "vault",
             "questions asked in the first 60 s",
+            "the first answer waited",
             "first response, cold",
             "same questions, index built",
             "difference (points)",
@@ -210,8 +214,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 cold = await first_session_run(dev_vault, questions, work)
                 built = {t.question: t for t in traces}
                 same = [built[t.question] for t in cold]
+                waited = re.search(r"waited (\d+) s for the meaning index", cold[0].texts[0])
                 results["first_session"][dev_vault.name] = {
                     "asked": len(cold),
+                    "first_wait_seconds": int(waited.group(1)) if waited else 0,
                     "cold_first": figures(cold)["hit_first"],
                     "built_first": figures(same)["hit_first"],
                     "cold_hits": [t.question for t in cold if t.hit_first],

@@ -231,6 +231,16 @@ class Settings(BaseSettings):
         "much; later ones do not wait. Reading goes on in the background, about 400 notes "
         "a second on a 2-core machine through the folder.",
     )
+    index_meaning_wait_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="A small vault's first vault_semantic_query waits for the meaning index "
+        "when what is left to embed fits in this many seconds (about 50 passages a second on "
+        "a 2-core machine), so the first session ranks by meaning from its first answer; a "
+        "vault with more left answers at once from what is ready and says how far it is. "
+        "0: never wait.",
+    )
     index_embeddings: bool = Field(
         default=True,
         description="Rank passages by meaning with the local embedding model (vectors kept in "

@@ -122,7 +122,10 @@ async def test_semantic_query_groups_passages_within_budget(folder_client: Clien
 async def test_smart_connections_vectors_answer_by_meaning_until_the_index_is_built(
     vault_copy: Path, tmp_path: Path
 ) -> None:
-    settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
+    # No wait for the meaning index, as in a vault too big to wait for.
+    settings = Settings(
+        vault_path=vault_copy, config_dir=tmp_path / "config", index_meaning_wait_seconds=0
+    )
     async with Client(build_server(settings), raise_exceptions=True) as client:
         # A new vault: its first query starts the build and finds no passage vector yet.
         text = await call(client, "vault_semantic_query", query="What is Kettle's real name?")

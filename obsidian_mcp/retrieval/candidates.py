@@ -40,6 +40,12 @@ DENSE_DEPTH = 20
 _SEED_COUNT = 5
 # A semantic hit on a block (or note) with no more text than this is shown whole.
 WHOLE_BLOCK_CHARS = 700
+# Passages the background build embeds a second on the bench machine (2 cores): ledgerline's
+# 1,122 passages took 22 s after the model loaded (`obsidian-mcp index`). A first query
+# waits for the build only when what is left fits its wait at this rate.
+PASSAGES_PER_SECOND = 50
+# How often a waiting query looks at the build's progress.
+_MEANING_POLL_SECONDS = 0.25
 # Vectors of texts no passage has any more are dropped once they are this share of the
 # texts held. Each edit leaves its old texts' vectors behind: the 30-minute soak (an edit
 # every 3 s) grew the server by 19 MB after its first build. Dropping costs one scan of the
@@ -193,16 +199,37 @@ class CandidateSources:
         dropped = await anyio.to_thread.run_sync(vectors.keep_only, snapshot, rows_seen)
         logger.info("dropped %d stale passage vectors (%d from the index file)", dropped, pruned)
 
-    async def dense_ranking(self, query: str, prefix: str) -> DenseRanking | None:
+    async def _wait_for_meaning(
+        self, vectors: PassageVectors, progress: MeaningProgress, wait: float
+    ) -> MeaningProgress:
+        """Wait for the background build while what it has left fits in `wait` seconds at
+        PASSAGES_PER_SECOND (a small vault's first query); the progress at the end."""
+        left = progress.passages - progress.embedded_passages
+        if wait <= 0 or left > wait * PASSAGES_PER_SECOND or self.builder is None:
+            return progress
+        deadline = anyio.current_time() + wait
+        while not progress.complete and self.builder.running:
+            if anyio.current_time() >= deadline:
+                break
+            await anyio.sleep(_MEANING_POLL_SECONDS)
+            await anyio.to_thread.run_sync(vectors.refresh, self.corpus.store)
+            progress = self.meaning_progress(vectors)
+        return progress
+
+    async def dense_ranking(
+        self, query: str, prefix: str, *, wait: float = 0.0
+    ) -> DenseRanking | None:
         """Passages nearest the query in meaning, within the folder; starts the background
-        build when passages lack vectors, and says how far it has got."""
+        build when passages lack vectors (and waits for it when what is left fits in
+        `wait` seconds), and says how far it has got."""
         vectors = await self.passage_vectors()
         if vectors is None or self.embedder is None or self.builder is None:
             return None
         progress = self.meaning_progress(vectors)
         if not progress.complete:
             self.builder.start()
-        else:
+            progress = await self._wait_for_meaning(vectors, progress, wait)
+        if progress.complete:
             await self._drop_stale_vectors(vectors)
         embedder = self.embedder.get()  # loaded by passage_vectors
         query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
@@ -305,11 +332,18 @@ class CandidateSources:
         return seeds
 
     async def gather(
-        self, query: str, prefix: str, stages: Stages, *, read_wait: float = 0.0
+        self,
+        query: str,
+        prefix: str,
+        stages: Stages,
+        *,
+        read_wait: float = 0.0,
+        meaning_wait: float = 0.0,
     ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
         a source whose stage is off gives none (the ablation). Smart Connections' files,
-        while a first build still reads them, are waited for at most `read_wait` seconds."""
+        while a first build still reads them, are waited for at most `read_wait` seconds;
+        the meaning index for `meaning_wait` when what is left fits (`_wait_for_meaning`)."""
         wanted = query_terms(query)
         keyword = {
             chunk_id: score
@@ -317,7 +351,7 @@ class CandidateSources:
             if self.corpus.chunk(chunk_id).path.startswith(prefix)
         }
         keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
-        dense = await self.dense_ranking(query, prefix) if stages.dense else None
+        dense = await self.dense_ranking(query, prefix, wait=meaning_wait) if stages.dense else None
         if not stages.semantic or (dense is not None and not dense.progress):
             # The local index has every passage: the semantic sources are not asked. With
             # them (Smart Connections' blocks, same model, coarser) the dev questions scored

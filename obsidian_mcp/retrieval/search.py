@@ -81,6 +81,11 @@ def file_context(record: NoteRecord, *, with_gist: bool = True) -> FileContext:
     )
 
 
+# A first question's wait for the meaning index is said in the answer when it was this
+# long: the agent should know why its first call was slow.
+_WAIT_WORTH_SAYING_SECONDS = 1.0
+
+
 class Retriever:
     """Keyword index, the local passage index, semantic sources and packing over one vault."""
 
@@ -99,6 +104,8 @@ class Retriever:
         # Only the first question of a session waits for unread notes while another task
         # reads them; the next ones during the same build answer at once.
         self._waited_for_reading = False
+        # Likewise only the first question waits for a small vault's meaning index.
+        self._waited_for_meaning = False
         self.links = LinkGraph()
         env_dir = vault.smart_env_dir
         self.candidates = CandidateSources(
@@ -233,10 +240,21 @@ class Retriever:
         # files in what is left of it.
         deadline = anyio.current_time() + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
+        meaning_wait = 0.0 if self._waited_for_meaning else self.settings.index_meaning_wait_seconds
+        self._waited_for_meaning = True
+        gathering = anyio.current_time()
         candidates = await self.candidates.gather(
-            query, prefix, self.stages, read_wait=max(0.0, deadline - anyio.current_time())
+            query,
+            prefix,
+            self.stages,
+            read_wait=max(0.0, deadline - anyio.current_time()),
+            meaning_wait=meaning_wait,
         )
         found = fuse(candidates, seats=self.stages.seats)
+        waited = anyio.current_time() - gathering
+        if meaning_wait and waited >= _WAIT_WORTH_SAYING_SECONDS:
+            built = f"waited {waited:.0f} s for the meaning index: first question only"
+            found = replace(found, note="; ".join(n for n in (built, found.note) if n))
         unread = corpus.unread
         if not unread:
             return found
