@@ -98,9 +98,15 @@ def standin(request: pytest.FixtureRequest, shared_vault: Path) -> Iterator[Stan
         yield process
 
 
+# A small vault's first query waits for its meaning index (up to 30 s by default): tests of
+# other things on a fresh vault answer at once instead; the wait's own tests set it.
+NO_MEANING_WAIT: dict[str, object] = {"index_meaning_wait_seconds": 0}
+
+
 def rest_settings(process: StandinProcess, config_dir: Path, **overrides: object) -> Settings:
     """Settings that point the server at a running stand-in, trusting its certificate."""
     values: dict[str, object] = {
+        **NO_MEANING_WAIT,
         "api_key": process.api_key,
         "host": "127.0.0.1",
         "port": process.port,
@@ -115,7 +121,9 @@ def rest_settings(process: StandinProcess, config_dir: Path, **overrides: object
 
 
 def folder_settings(vault: Path, config_dir: Path, **overrides: object) -> Settings:
-    return Settings.model_validate({"vault_path": vault, "config_dir": config_dir, **overrides})
+    return Settings.model_validate(
+        {"vault_path": vault, "config_dir": config_dir, **NO_MEANING_WAIT, **overrides}
+    )
 
 
 @pytest.fixture(scope="session")

@@ -407,10 +407,9 @@ def ledger_vault(root: Path, paragraphs: int = 1) -> Path:
 async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
     tmp_path: Path,
 ) -> None:
-    # No wait for the meaning index: what a vault too big to wait for gets.
-    retriever, _ = retriever_on(
-        ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path, index_meaning_wait_seconds=0
-    )
+    # No wait for the meaning index (the tests' default): what a vault too big to wait
+    # for gets.
+    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path)
     text = await answer(retriever, "harbour ledger number 123")
     assert "Note 12.md" in text
     progress = first_line(text)
@@ -425,7 +424,9 @@ async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
 async def test_a_small_vaults_first_query_waits_for_its_meaning_index(tmp_path: Path) -> None:
     """What is left to embed fits in the wait: the first answer already ranks by meaning
     from the whole index, and the next ones never wait."""
-    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path)
+    retriever, _ = retriever_on(
+        ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path, index_meaning_wait_seconds=30
+    )
     first = first_line(await answer(retriever, "harbour ledger number 123"))
     assert "meaning index:" not in first, first
     assert "semantic: the server's local passage index" in first
@@ -553,9 +554,7 @@ class SlowSmartEnv(SmartEnvCache):
 async def test_a_question_does_not_wait_for_smart_connections_files_past_its_read_wait(
     vault_copy: Path, tmp_path: Path, embedder: OnnxEmbedder
 ) -> None:
-    retriever, _ = retriever_on(
-        vault_copy, tmp_path, index_read_wait_seconds=0.5, index_meaning_wait_seconds=0
-    )
+    retriever, _ = retriever_on(vault_copy, tmp_path, index_read_wait_seconds=0.5)
     retriever.candidates.semantic = SemanticSources(
         None, None, SlowSmartEnv(vault_copy / ".smart-env")
     )

@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
-from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord
+from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.cutting import block_text_span, line_of, lines_to_span
 from obsidian_mcp.retrieval.keyword import stem, terms, words
 from obsidian_mcp.retrieval.semantic import (
@@ -200,7 +200,11 @@ class CandidateSources:
         logger.info("dropped %d stale passage vectors (%d from the index file)", dropped, pruned)
 
     async def _wait_for_meaning(
-        self, vectors: PassageVectors, progress: MeaningProgress, wait: float
+        self,
+        vectors: PassageVectors,
+        progress: MeaningProgress,
+        wait: float,
+        report: ProgressCallback | None,
     ) -> MeaningProgress:
         """Wait for the background build while what it has left fits in `wait` seconds at
         PASSAGES_PER_SECOND (a small vault's first query); the progress at the end."""
@@ -214,10 +218,22 @@ class CandidateSources:
             await anyio.sleep(_MEANING_POLL_SECONDS)
             await anyio.to_thread.run_sync(vectors.refresh, self.corpus.store)
             progress = self.meaning_progress(vectors)
+            if report is not None:
+                await report(
+                    progress.embedded_passages,
+                    progress.passages,
+                    f"meaning index: {progress.embedded_passages:,} of "
+                    f"{progress.passages:,} passages (first question only)",
+                )
         return progress
 
     async def dense_ranking(
-        self, query: str, prefix: str, *, wait: float = 0.0
+        self,
+        query: str,
+        prefix: str,
+        *,
+        wait: float = 0.0,
+        report: ProgressCallback | None = None,
     ) -> DenseRanking | None:
         """Passages nearest the query in meaning, within the folder; starts the background
         build when passages lack vectors (and waits for it when what is left fits in
@@ -228,7 +244,7 @@ class CandidateSources:
         progress = self.meaning_progress(vectors)
         if not progress.complete:
             self.builder.start()
-            progress = await self._wait_for_meaning(vectors, progress, wait)
+            progress = await self._wait_for_meaning(vectors, progress, wait, report)
         if progress.complete:
             await self._drop_stale_vectors(vectors)
         embedder = self.embedder.get()  # loaded by passage_vectors
@@ -339,6 +355,7 @@ class CandidateSources:
         *,
         read_wait: float = 0.0,
         meaning_wait: float = 0.0,
+        report: ProgressCallback | None = None,
     ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
         a source whose stage is off gives none (the ablation). Smart Connections' files,
@@ -351,7 +368,11 @@ class CandidateSources:
             if self.corpus.chunk(chunk_id).path.startswith(prefix)
         }
         keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
-        dense = await self.dense_ranking(query, prefix, wait=meaning_wait) if stages.dense else None
+        dense = (
+            await self.dense_ranking(query, prefix, wait=meaning_wait, report=report)
+            if stages.dense
+            else None
+        )
         if not stages.semantic or (dense is not None and not dense.progress):
             # The local index has every passage: the semantic sources are not asked. With
             # them (Smart Connections' blocks, same model, coarser) the dev questions scored

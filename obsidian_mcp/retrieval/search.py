@@ -249,6 +249,7 @@ class Retriever:
             self.stages,
             read_wait=max(0.0, deadline - anyio.current_time()),
             meaning_wait=meaning_wait,
+            report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
         waited = anyio.current_time() - gathering
