@@ -214,6 +214,8 @@ async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> 
             "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
         )
         assert events and events[-1][0] == events[-1][1]
+        # A small vault: the first question waits for the meaning index, and says how far.
+        assert any("meaning index:" in (message or "") for _, _, message in events), events
         events.clear()
         await client.call_tool(
             "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
