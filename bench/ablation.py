@@ -38,7 +38,7 @@ from bench.harness import (
     stdio_session,
 )
 from bench.retrieval_bench import copy_vault
-from bench.vaults import VAULTS, DevVault, copy_notes, figures
+from bench.vaults import VAULTS, DevVault, figures
 from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
@@ -108,7 +108,7 @@ async def ablation(
             for name, off in CONFIGS:
                 traces = await run_config(env, off, f"smart, {name}", questions)
                 results["smart"][name] = summarise(traces, questions)
-    without_env = copy_notes(vault.vault, work / "no-env" / "vault")
+    without_env = copy_vault(work / "no-env" / "vault", vectors=False, source=vault.vault)
     results["folder"] = {}
     env = server_env(vault=without_env, config_dir=config_dir, embeddings=embeddings)
     build_indexes([env])

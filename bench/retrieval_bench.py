@@ -233,9 +233,10 @@ def simple_search_runner(http: httpx.AsyncClient, picker: KeywordPicker) -> Runn
 # --- the quality run ---------------------------------------------------------------------
 
 
-def copy_vault(target: Path, *, vectors: bool) -> Path:
+def copy_vault(target: Path, *, vectors: bool, source: Path = FIXTURE_VAULT) -> Path:
+    """A copy of a vault, with or without Smart Connections' folder."""
     ignore = None if vectors else shutil.ignore_patterns(".smart-env")
-    shutil.copytree(FIXTURE_VAULT, target, ignore=ignore)
+    shutil.copytree(source, target, ignore=ignore)
     return target
 
 

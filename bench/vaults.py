@@ -27,7 +27,6 @@ import io
 import json
 import random
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -51,6 +50,7 @@ from bench.harness import (
     server_env,
     stdio_session,
 )
+from bench.retrieval_bench import copy_vault
 
 # A user's first minute with a new install: what issue 20 measures the first day by.
 FIRST_SESSION_SECONDS = 60.0
@@ -72,12 +72,6 @@ VAULTS = (
         REPO_ROOT / "fixtures" / "ledgerline" / "questions.jsonl",
     ),
 )
-
-
-def copy_notes(vault: Path, target: Path) -> Path:
-    """The vault without Smart Connections' folder: the default install's view."""
-    shutil.copytree(vault, target, ignore=shutil.ignore_patterns(".smart-env"))
-    return target
 
 
 def figures(traces: Sequence[Trace]) -> dict[str, float]:
@@ -108,7 +102,9 @@ def by_slice(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str
 async def built_index_run(
     dev_vault: DevVault, questions: Sequence[Question], work: Path
 ) -> list[Trace]:
-    copy = copy_notes(dev_vault.vault, work / dev_vault.name / "built" / "vault")
+    copy = copy_vault(
+        work / dev_vault.name / "built" / "vault", vectors=False, source=dev_vault.vault
+    )
     env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
     build_indexes([env])
     async with stdio_session(env) as session:
@@ -119,13 +115,21 @@ async def built_index_run(
     return traces
 
 
+# The first session with the server's default, and as it was before issue 20's first-day
+# wait (OBSIDIAN_INDEX_MEANING_WAIT_SECONDS=0): both measured in the same run.
+FIRST_SESSION_MODES = {"meaning wait (default)": None, "no meaning wait": "0"}
+
+
 async def first_session_run(
-    dev_vault: DevVault, questions: Sequence[Question], work: Path
+    dev_vault: DevVault, questions: Sequence[Question], work: Path, meaning_wait: str | None
 ) -> list[Trace]:
     """Questions asked from the server's start on a copy never indexed, until the first
     minute is over; the traces of those asked within it."""
-    copy = copy_notes(dev_vault.vault, work / dev_vault.name / "cold" / "vault")
-    env = server_env(vault=copy, config_dir=work / dev_vault.name / "cold" / "config")
+    where = work / dev_vault.name / f"cold-{meaning_wait or 'default'}"
+    copy = copy_vault(where / "vault", vectors=False, source=dev_vault.vault)
+    env = server_env(vault=copy, config_dir=where / "config")
+    if meaning_wait is not None:
+        env["OBSIDIAN_INDEX_MEANING_WAIT_SECONDS"] = meaning_wait
     order = list(questions)
     random.Random(_ORDER_SEED).shuffle(order)
     asked: list[Trace] = []
@@ -210,17 +214,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results["traces"][dev_vault.name] = {
                 t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
             }
-            if args.first_session and dev_vault.name == "ledgerline":
-                cold = await first_session_run(dev_vault, questions, work)
-                built = {t.question: t for t in traces}
+            if not args.first_session or dev_vault.name != "ledgerline":
+                continue
+            built = {t.question: t for t in traces}
+            for mode, meaning_wait in FIRST_SESSION_MODES.items():
+                cold = await first_session_run(dev_vault, questions, work, meaning_wait)
                 same = [built[t.question] for t in cold]
                 waited = re.search(r"waited (\d+) s for the meaning index", cold[0].texts[0])
-                results["first_session"][dev_vault.name] = {
+                results["first_session"][f"{dev_vault.name}, {mode}"] = {
                     "asked": len(cold),
                     "first_wait_seconds": int(waited.group(1)) if waited else 0,
                     "cold_first": figures(cold)["hit_first"],
                     "built_first": figures(same)["hit_first"],
-                    "cold_hits": [t.question for t in cold if t.hit_first],
+                    "by_category": {
+                        c: [
+                            figures([t for t in cold if t.category == c])["hit_first"],
+                            figures([t for t in same if t.category == c])["hit_first"],
+                        ]
+                        for c in sorted({t.category for t in cold})
+                    },
                 }
     return results
 

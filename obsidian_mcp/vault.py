@@ -274,20 +274,17 @@ class Vault:
         """Whether an edit's write is checked against a concurrent one (on disk)."""
         return self._disk is not None
 
-    async def read_for_edit(self, raw_path: str) -> tuple[str, str]:
-        """(path, exact text) of a note about to be edited; `.md` may be left off."""
+    async def read_for_edit(self, raw_path: str) -> NoteData:
+        """A note about to be edited, its text exact; `.md` may be left off."""
         path = normalize_vault_path(raw_path)
         candidates = [path] if is_markdown(path) else [path + ".md", path]
         for candidate in candidates:
             await self._check_on_disk(candidate)
             try:
-                return candidate, await self._editing.read_exact(candidate)
+                return await self._editing.read_exact(candidate)
             except NoteNotFound:
                 continue
         raise NoteNotFound(path, await self.closest_paths(path))
-
-    async def stat_for_edit(self, path: str) -> FileStat | None:
-        return await self._editing.stat(path)
 
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the whole note only if it still holds `expected` (None: only if there is

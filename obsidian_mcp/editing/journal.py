@@ -123,15 +123,6 @@ class EditJournal:
         with self._lock:
             self._db.execute("UPDATE edits SET undone_by = ? WHERE id = ?", (by, edit_id))
 
-    def recent_ids(self, path: str, count: int = 5) -> list[str]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id FROM edits WHERE path = ? AND undone_by IS NULL "
-                "ORDER BY seq DESC LIMIT ?",
-                (path, count),
-            ).fetchall()
-        return [str(row[0]) for row in rows]
-
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -30,7 +30,7 @@ from obsidian_mcp.editing.targets import (
     resolve_heading,
 )
 from obsidian_mcp.limits import excerpt
-from obsidian_mcp.text.markdown import heading_reference_parts
+from obsidian_mcp.text.markdown import split_heading_reference
 
 Operation = Literal["append", "prepend", "replace", "set", "delete", "replace_text", "create"]
 OPERATIONS: tuple[str, ...] = get_args(Operation)
@@ -157,7 +157,7 @@ def _create_heading(
 ) -> HeadingTarget:
     """Add the missing headings of `reference` below its longest existing prefix; the
     new innermost heading is returned, resolved in the changed note."""
-    wanted = [part.strip() for part in _split_reference(reference)]
+    wanted = split_heading_reference(reference)
     parent: HeadingTarget | None = None
     existing = 0
     for count in range(len(wanted) - 1, 0, -1):
@@ -181,16 +181,6 @@ def _create_heading(
     insert(lines, at, added, newline)
     # Resolved again in the changed note: every line number after `at` has moved.
     return resolve_heading(NoteStructure.of(path, lines), _HEADING_SEPARATOR.join(wanted))
-
-
-def _split_reference(reference: str) -> list[str]:
-    """The reference's headings as written (not normalised), for the new heading lines."""
-    count = len(heading_reference_parts(reference))
-    for separator in (">", "::", "#"):
-        parts = [p for p in reference.strip().lstrip("#").split(separator) if p.strip()]
-        if len(parts) == count:
-            return parts
-    return [reference.strip()]
 
 
 def _top_level(structure: NoteStructure) -> int:

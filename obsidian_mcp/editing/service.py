@@ -34,6 +34,7 @@ from obsidian_mcp.editing.targets import EditRefused, NoteStructure, heading_mat
 from obsidian_mcp.errors import NoteNotFound
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
+from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.swap import NoteChanged
 from obsidian_mcp.text.versions import version_of
 from obsidian_mcp.vault import Vault
@@ -81,13 +82,9 @@ class Editor:
         self._protected = protected
         self._clock = clock
         self._user_edit_seconds = user_edit_seconds
-        self.recent = vault.recent
         # The version this server last wrote per note: a recent change that is ours is not
         # the user typing.
         self._written: dict[str, str] = {}
-
-    def saw(self, text: str) -> str:
-        return self.recent.saw(text)
 
     def close(self) -> None:
         self._journal.close()
@@ -118,16 +115,19 @@ class Editor:
         path = self._check_path(raw_path)
         if request.operation == "create":
             return await self._create(path, request, dry_run=dry_run)
-        path, text = await self._vault.read_for_edit(path)
+        read = await self._vault.read_for_edit(path)
+        path, text = read.path, read.content
         if version is not None and version.strip() != version_of(text):
             raise EditRefused(self._stale_version(path, version.strip(), text, request))
         if not dry_run:
-            await self._refuse_if_user_is_typing(path, text, force=force)
+            await self._refuse_if_user_is_typing(read, force=force)
         note = ""
         for _ in range(_REAPPLY_ATTEMPTS):
             applied = apply_edit(path, text, request)
             if dry_run or applied.text == text:
-                return self._receipt(path, request, text, applied, edit_id=None, dry_run=dry_run)
+                return self._receipt(
+                    path, request.operation, text, applied, edit_id=None, dry_run=dry_run
+                )
             try:
                 await self._vault.replace_if(path, text, applied.text)
             except NoteChanged as changed:
@@ -155,13 +155,13 @@ class Editor:
             context_around(applied.text, span.start, span.new_end),
         )
         self._wrote(path, applied.text)
-        return self._receipt(path, request, old, applied, edit_id=edit_id, note=note)
+        return self._receipt(path, request.operation, old, applied, edit_id=edit_id, note=note)
 
     def _wrote(self, path: str, text: str | None) -> None:
         if text is None:
             self._written.pop(path, None)
             return
-        self._written[path] = self.recent.saw(text)
+        self._written[path] = self._vault.handed_out(text)
 
     def _after_conflict(
         self,
@@ -183,13 +183,13 @@ class Editor:
             raise EditRefused(
                 f"{path!r} changed while this edit was made, in its target: "
                 f"{_what_changed(before, after)} Nothing was written; read the section "
-                f"again (version {self.saw(current)}) and edit that."
+                f"again (version {self._vault.handed_out(current)}) and edit that."
             )
         return current
 
     def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
-        now = self.saw(current)
-        old = self.recent.get(version)
+        now = self._vault.handed_out(current)
+        old = self._vault.recent.get(version)
         if old is None:
             what = "Its target now reads: " + _what_changed(
                 None, _target_text(path, current, request)
@@ -203,14 +203,12 @@ class Editor:
             f"written. {what} Make the edit against the current text with version={now}."
         )
 
-    async def _refuse_if_user_is_typing(self, path: str, text: str, *, force: bool) -> None:
+    async def _refuse_if_user_is_typing(self, read: NoteData, *, force: bool) -> None:
         """Leave a note alone that someone else changed a moment ago and may still be
         saving. `force` overrides only what can be overridden safely: the user's typing in
         a note whose write is checked on disk."""
-        stat = await self._vault.stat_for_edit(path)
-        if stat is None:
-            return
-        age = self._clock() - stat.mtime_ms / 1000
+        path, text = read.path, read.content
+        age = self._clock() - read.stat.mtime_ms / 1000
         if age >= self._user_edit_seconds or self._written.get(path) == version_of(text):
             return
         wait = f"Wait {self._user_edit_seconds:.0f} s and read it again."
@@ -246,7 +244,9 @@ class Editor:
             try:
                 await self._vault.read_for_edit(path)
             except NoteNotFound:
-                return self._receipt(path, request, "", applied, edit_id=None, dry_run=True)
+                return self._receipt(
+                    path, request.operation, "", applied, edit_id=None, dry_run=True
+                )
             raise EditRefused(_exists(path))
         try:
             await self._vault.replace_if(path, None, text)
@@ -254,12 +254,12 @@ class Editor:
             raise EditRefused(_exists(path)) from None
         edit_id = self._journal.record(path, 0, None, text, ("", ""))
         self._wrote(path, text)
-        return self._receipt(path, request, "", applied, edit_id=edit_id)
+        return self._receipt(path, request.operation, "", applied, edit_id=edit_id)
 
     def _receipt(
         self,
         path: str,
-        request: EditRequest,
+        operation: str,
         old: str,
         applied: Applied,
         *,
@@ -272,12 +272,12 @@ class Editor:
             note = note or "The note already read so; nothing was written."
         return Receipt(
             path=path,
-            operation=request.operation,
+            operation=operation,
             target=applied.target,
             diff=diff_lines(old, new, changed_span(old, new)),
             chars_before=len(old),
             chars_after=len(new),
-            version=self.saw(new if not dry_run else old),
+            version=self._vault.handed_out(new if not dry_run else old),
             edit_id=edit_id,
             dry_run=dry_run,
             note=note,
@@ -297,10 +297,10 @@ class Editor:
                 f"Edit {entry.id} was already undone (by {entry.undone_by}); undo that one to "
                 "make it again."
             )
-        request = EditRequest("replace_text", target="(undo)")
         if entry.new_text is None or entry.old_text is None:
-            return await self._undo_whole(entry, request)
-        path, current = await self._vault.read_for_edit(entry.path)
+            return await self._undo_whole(entry)
+        read = await self._vault.read_for_edit(entry.path)
+        path, current = read.path, read.content
         start = _locate(current, entry)
         if start is None:
             raise EditRefused(
@@ -326,10 +326,10 @@ class Editor:
         self._journal.mark_undone(entry.id, undo_id)
         self._wrote(path, restored)
         return self._receipt(
-            path, request, current, Applied(restored, f"undo of {entry.id}"), edit_id=undo_id
+            path, "undo", current, Applied(restored, f"undo of {entry.id}"), edit_id=undo_id
         )
 
-    async def _undo_whole(self, entry: JournalEntry, request: EditRequest) -> Receipt:
+    async def _undo_whole(self, entry: JournalEntry) -> Receipt:
         """Undo a create (the note goes, if nobody changed it) or the undo of one."""
         path = entry.path
         if entry.new_text is not None:
@@ -357,7 +357,7 @@ class Editor:
             applied = Applied(entry.old_text, f"undo of {entry.id}: note restored")
             old = ""
         self._journal.mark_undone(entry.id, undo_id)
-        return self._receipt(path, request, old, applied, edit_id=undo_id)
+        return self._receipt(path, "undo", old, applied, edit_id=undo_id)
 
 
 def _exists(path: str) -> str:

@@ -212,9 +212,7 @@ class CandidateSources:
         if wait <= 0 or left > wait * PASSAGES_PER_SECOND or self.builder is None:
             return progress
         deadline = anyio.current_time() + wait
-        while not progress.complete and self.builder.running:
-            if anyio.current_time() >= deadline:
-                break
+        while not progress.complete and self.builder.running and anyio.current_time() < deadline:
             await anyio.sleep(_MEANING_POLL_SECONDS)
             await anyio.to_thread.run_sync(vectors.refresh, self.corpus.store)
             progress = self.meaning_progress(vectors)

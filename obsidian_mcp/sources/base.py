@@ -89,8 +89,8 @@ class Source(Protocol):
         does not end with one (the plugin's rule, followed by both sources)."""
         ...
 
-    async def read_exact(self, path: str) -> str:
-        """The note's text for an edit: refused (NotUtf8) where bytes would be lost."""
+    async def read_exact(self, path: str) -> NoteData:
+        """The note for an edit: refused (NotUtf8) where its bytes would be lost."""
         ...
 
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:

@@ -320,11 +320,17 @@ class FolderSource:
         except OSError as exc:
             raise FileSystemFailure(path, doing, exc) from exc
 
-    async def read_exact(self, path: str) -> str:
-        """The note's text, refusing any byte that is not UTF-8 (an edit must keep them)."""
-        note = await self.read_note(path)  # the checks and errors of a read
-        del note
-        return await anyio.to_thread.run_sync(swap.read_exact, self._resolve(path), path)
+    def _read_exact(self, path: str) -> NoteData:
+        note = self._read_note(path)
+        # A read replaces bytes that are not UTF-8 with U+FFFD; only then is the file read
+        # again, strictly, to tell such bytes (an edit would lose them) from a real U+FFFD.
+        if "\ufffd" in note.content:
+            swap.read_exact(self._resolve(path), path)
+        return note
+
+    async def read_exact(self, path: str) -> NoteData:
+        """The note as a read gives it, refusing a note with bytes that are not UTF-8."""
+        return await anyio.to_thread.run_sync(self._read_exact, path)
 
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the note only if it holds `expected` (None: only if it does not exist);

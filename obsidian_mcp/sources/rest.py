@@ -432,9 +432,9 @@ class RestSource:
     async def append(self, path: str, content: str) -> None:
         await self._send_text("POST", path, content, idempotent=False)
 
-    async def read_exact(self, path: str) -> str:
-        """The note's text as Obsidian decoded it."""
-        return (await self.read_note(path)).content
+    async def read_exact(self, path: str) -> NoteData:
+        """The note as Obsidian decoded it."""
+        return await self.read_note(path)
 
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the note only if it holds `expected` (None: only if it does not exist).
@@ -445,7 +445,7 @@ class RestSource:
         before the PUT, and a write landing between the two is lost; with the vault folder
         known, `Vault` edits on disk instead, where the swap is checked (`swap.py`)."""
         try:
-            current: str | None = await self.read_exact(path)
+            current: str | None = (await self.read_note(path)).content
         except NoteNotFound:
             current = None
         if current != expected:
@@ -455,7 +455,7 @@ class RestSource:
     async def remove_if(self, path: str, expected: str) -> None:
         """Delete the note (5.x: to Obsidian's trash) only if it holds `expected`."""
         try:
-            current: str | None = await self.read_exact(path)
+            current: str | None = (await self.read_note(path)).content
         except NoteNotFound:
             current = None
         if current != expected:

@@ -216,11 +216,12 @@ def _settle(note: _LockedNote, content: str, *, old_file: Path | None) -> None:
     With the exchange, the old file itself goes back to the path, so a save still writing
     into it finishes there; without it, its text as it stands is copied back."""
     time.sleep(SETTLE_SECONDS)
-    if note.unchanged() or read_exact(note.target, note.path) != content:
-        if note.unchanged():
-            return
+    if note.unchanged():
+        return
+    current = read_exact(note.target, note.path)
+    if current != content:
         # Changed twice: the path holds a newer text than ours already; it stays.
-        raise NoteChanged(note.path, read_exact(note.target, note.path))
+        raise NoteChanged(note.path, current)
     if old_file is not None:
         _exchange(old_file, note.target)
     else:

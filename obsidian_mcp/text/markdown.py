@@ -454,13 +454,17 @@ def normalise_heading(text: str) -> str:
     return " ".join(plain_text(text).split()).casefold()
 
 
-def heading_reference_parts(reference: str) -> tuple[str, ...]:
-    """A heading reference split into normalised headings: ``"Sessions > Session 12"``,
+def split_heading_reference(reference: str) -> list[str]:
+    """A heading reference split into its headings as written: ``"Sessions > Session 12"``,
     ``"Sessions::Session 12"`` and ``"Sessions#Session 12"`` (as in links) alike."""
+    parts = _PATH_SEPARATOR_RE.split(reference.strip().lstrip("#"))
+    return [part.strip() for part in parts if part.strip()]
+
+
+def heading_reference_parts(reference: str) -> tuple[str, ...]:
+    """The headings of a reference, normalised for comparing."""
     return tuple(
-        part
-        for part in map(normalise_heading, _PATH_SEPARATOR_RE.split(reference.strip().lstrip("#")))
-        if part
+        part for part in map(normalise_heading, split_heading_reference(reference)) if part
     )
 
 
