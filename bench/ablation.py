@@ -1,8 +1,8 @@
 """Ablation: what each retrieval stage is worth, measured by switching it off.
 
-    python -m bench.ablation                    # dev split, every stage off in turn
-    python -m bench.ablation --split heldout    # the held-out third, reported apart
-    python -m bench.ablation --vault ledgerline # the second development vault (folder mode)
+    python -m bench.ablation                    # dev split of both vaults, each stage off
+    python -m bench.ablation --split heldout    # the held-out thirds, reported apart
+    python -m bench.ablation --vault ledgerline # one development vault (folder mode only)
 
 For every configuration (all stages on, the server's default, then each stage of
 ``Stages`` off alone, through ``OBSIDIAN_STAGES_OFF``) the server runs as a stdio
@@ -49,7 +49,7 @@ CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
     *((f"no {stage}", frozenset({stage})) for stage in STAGES),
 )
 # The slices each stage is aimed at, reported beside the whole split.
-SLICES = ("two-file", "paraphrase", "trait: alias", "trait: next-sentence")
+SLICES = ("two-file", "paraphrase", "temporal", "trait: alias", "trait: next-sentence")
 
 
 def in_slice(question: Question, name: str) -> bool:
@@ -119,44 +119,63 @@ async def ablation(
     return {"questions": len(questions), "split": split, "vault": vault.name, "modes": results}
 
 
-def ablation_table(found: dict[str, Any]) -> str:
-    """One row per configuration and mode: first response, within two calls, median tokens
-    of the first response, then first-response hits on each aimed-at slice."""
+def ablation_table(*founds: dict[str, Any]) -> str:
+    """One row per vault, mode and configuration: first response, within two calls, median
+    tokens of the first response, then first-response hits on each aimed-at slice."""
     rows: list[list[object]] = []
-    for mode, configs in found["modes"].items():
-        for name, summary in configs.items():
-            whole = summary["all"]
-            rows.append(
-                [
-                    mode,
-                    name,
-                    f"{whole['hit_first']:.0f}%",
-                    f"{whole['hit_two']:.0f}%",
-                    f"{whole['median_first_tokens']:.0f}",
-                    *(
-                        f"{summary[s]['hit_first']:.0f}% (n={summary[s]['questions']})"
-                        for s in SLICES
-                    ),
-                ]
-            )
+    for found in founds:
+        for mode, configs in found["modes"].items():
+            for name, summary in configs.items():
+                whole = summary["all"]
+                rows.append(
+                    [
+                        found.get("vault", VAULTS[0].name),
+                        mode,
+                        name,
+                        f"{whole['hit_first']:.0f}%",
+                        f"{whole['hit_two']:.0f}%",
+                        f"{whole['median_first_tokens']:.0f}",
+                        *(
+                            f"{summary[s]['hit_first']:.0f}% (n={summary[s]['questions']})"
+                            for s in SLICES
+                        ),
+                    ]
+                )
     return markdown_table(
-        ["mode", "configuration", "first response", "within two", "median tokens", *SLICES],
+        [
+            "vault",
+            "mode",
+            "configuration",
+            "first response",
+            "within two",
+            "median tokens",
+            *SLICES,
+        ],
         rows,
     )
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    vault = next(v for v in VAULTS if v.name == args.vault)
-    questions = [q for q in load_questions(vault.questions) if q.split == args.split]
-    print(f"ablation: {len(questions)} {args.split} questions of {vault.name}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
-        return await ablation(questions, Path(tmp), vault=vault)
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for vault in VAULTS:
+        if args.vault not in (None, vault.name):
+            continue
+        questions = [q for q in load_questions(vault.questions) if q.split == args.split]
+        print(f"ablation: {len(questions)} {args.split} questions of {vault.name}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
+            found.append(await ablation(questions, Path(tmp), vault=vault))
+    return found
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ablation", description=__doc__)
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
-    parser.add_argument("--vault", choices=[v.name for v in VAULTS], default=VAULTS[0].name)
+    parser.add_argument(
+        "--vault",
+        choices=[v.name for v in VAULTS],
+        default=None,
+        help="one development vault (default: each, side by side)",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     parser.add_argument(
         "--report",
@@ -167,27 +186,32 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     found = anyio.run(run, args)
-    found["seconds"] = time.perf_counter() - started
-    table = ablation_table(found)
+    seconds = time.perf_counter() - started
+    table = ablation_table(*found)
     print("\n" + table)
+    on = "" if args.vault is None else f", {args.vault}"
+    flag = "" if args.vault is None else f" --vault {args.vault}"
     if args.report is not None:
         from bench.report import write_section  # the report imports this module
 
-        on = "" if args.vault == VAULTS[0].name else f", {args.vault}"
-        flag = "" if args.vault == VAULTS[0].name else f" --vault {args.vault}"
         section = (
             "## Ablation: each stage of vault_semantic_query switched off "
             f"({args.split} split{on})"
             f"\n\n`python -m bench.ablation --split {args.split}{flag}` "
-            f"({time.strftime('%Y-%m-%d')}, {found['seconds'] / 60:.0f} min). Each question gets "
+            f"({time.strftime('%Y-%m-%d')}, {seconds / 60:.0f} min). Each question gets "
             "`vault_semantic_query` with defaults, and on a miss the read its response "
-            "suggests; the slices are those a stage aims at.\n\n" + table
+            "suggests; the slices are those a stage aims at. Only fixtures has the query "
+            "vectors the stand-in's `/search/smart` needs, so ledgerline runs the folder "
+            "mode alone.\n\n" + table
         )
         name = f"ablation-{args.split}" + on.replace(", ", "-")
         print(f"report: {write_section(args.report, name, section)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"ablation-{args.vault}-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
+    path = (
+        args.out
+        / f"ablation-{args.vault or 'both'}-{args.split}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
+    path.write_text(json.dumps({"seconds": seconds, "vaults": found}, indent=1) + "\n", "utf-8")
     print(f"\nresults: {path}")
 
 

@@ -51,9 +51,11 @@ def passage_text(retriever: Retriever, ids: Sequence[int]) -> str:
     return "\n".join(parts)
 
 
-async def candidate_recall(
-    env: dict[str, str], questions: Sequence[Question]
-) -> dict[str, dict[str, list[bool]]]:
+# Per ranking, per depth ("@k" and "any"), one flag per question.
+Recall = dict[str, dict[str, list[bool]]]
+
+
+async def candidate_recall(env: dict[str, str], questions: Sequence[Question]) -> Recall:
     """Per ranking, per depth ("@k"), whether each question's gold is within the first k;
     "any" says whether the ranking had any passage for the question at all."""
     held: dict[str, dict[str, list[bool]]] = {

@@ -1,7 +1,7 @@
 """Retrieval benchmark: answer quality and context cost per strategy.
 
     python -m bench.retrieval_bench                 # all questions, five strategies
-    python -m bench.retrieval_bench --quick         # five questions
+    python -m bench.retrieval_bench --quick         # five questions, no per-vault run
 
 Run from the repo root with the project venv. Everything goes through the real server, a
 stdio subprocess driven by the SDK's ``Client``, except strategy 5, which is the raw REST
@@ -22,6 +22,11 @@ the same vault (a temporary copy of ``fixtures/vault``):
 5. ``simple+note``: raw ``POST /search/simple/?query=<keywords>&contextLength=100`` plus a
    raw ``GET`` of the best-scored note; tokens of both; hit checked on the JSON text and
    on its decoded strings (an agent reads ``\\u00e9`` as ``é``).
+
+Then, per development vault (fixtures and ledgerline, each with its held-out third), what
+``python -m bench.vaults`` measures: the default install's first response, within two
+calls and median tokens per split and category, each ranking's candidate ceiling, and
+ledgerline's first session on a cold copy (``--no-vaults`` leaves this out).
 
 Hit, tokens and keywords are defined in ``bench/harness.py``; the question set, its
 slices and its held-out split in ``bench/questions.py``. Every figure is given for the
@@ -454,6 +459,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "can show):\n\n" + recall_table(recall) + "\n\nTop-20 recall per category:\n\n"
             + category_table(recall, questions)
         )
+    if args.vaults and not args.quick:
+        # Imported here: the per-vault benchmark runs its questions through this module.
+        from bench import vaults
+
+        data["vaults"] = await vaults.run(argparse.Namespace(vault=None, first_session=True))
+        data["report"] += "\n\n## Retrieval per development vault\n\n" + vaults.report(
+            data["vaults"]
+        )
     print("\n" + data["report"])
     return data
 
@@ -465,6 +478,12 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="five questions only")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument(
+        "--no-vaults",
+        dest="vaults",
+        action="store_false",
+        help="leave out the per-vault figures (fixtures and ledgerline, python -m bench.vaults)",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     parser.add_argument(
         "--report",

@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+from bench.candidate_recall import Recall, candidate_recall
 from bench.economy import Recorder, Trace, run_traced, semantic_step
 from bench.harness import (
     FIXTURE_VAULT,
@@ -101,35 +102,44 @@ def by_slice(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str
 
 async def built_index_run(
     dev_vault: DevVault, questions: Sequence[Question], work: Path
-) -> list[Trace]:
+) -> tuple[list[Trace], Recall]:
+    """Each question's first response and follow-up on a built index, and the candidate
+    ceiling of each ranking on the same index (`candidate_recall`)."""
     copy = copy_vault(
         work / dev_vault.name / "built" / "vault", vectors=False, source=dev_vault.vault
     )
     env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
     build_indexes([env])
+    recall = await candidate_recall(env, questions)
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
         traces, _ = await run_traced(
             f"{dev_vault.name}, index built", recorder, semantic_step(recorder), questions
         )
-    return traces
+    return traces, recall
 
 
-# The first session with the server's default, and as it was before issue 20's first-day
-# wait (OBSIDIAN_INDEX_MEANING_WAIT_SECONDS=0): both measured in the same run.
-FIRST_SESSION_MODES = {"meaning wait (default)": None, "no meaning wait": "0"}
+# The first session with the server's default; as it was before issue 20's first-day wait
+# (OBSIDIAN_INDEX_MEANING_WAIT_SECONDS=0); and with the model on both cores while the user
+# waits (OBSIDIAN_MODEL_THREADS=2): all measured in the same run.
+FIRST_SESSION_MODES: dict[str, dict[str, str]] = {
+    "meaning wait (default)": {},
+    "no meaning wait": {"OBSIDIAN_INDEX_MEANING_WAIT_SECONDS": "0"},
+    "meaning wait, model on 2 threads": {"OBSIDIAN_MODEL_THREADS": "2"},
+}
 
 
 async def first_session_run(
-    dev_vault: DevVault, questions: Sequence[Question], work: Path, meaning_wait: str | None
+    dev_vault: DevVault,
+    questions: Sequence[Question],
+    work: Path,
+    mode: str,
 ) -> list[Trace]:
     """Questions asked from the server's start on a copy never indexed, until the first
     minute is over; the traces of those asked within it."""
-    where = work / dev_vault.name / f"cold-{meaning_wait or 'default'}"
+    where = work / dev_vault.name / f"cold-{list(FIRST_SESSION_MODES).index(mode)}"
     copy = copy_vault(where / "vault", vectors=False, source=dev_vault.vault)
-    env = server_env(vault=copy, config_dir=where / "config")
-    if meaning_wait is not None:
-        env["OBSIDIAN_INDEX_MEANING_WAIT_SECONDS"] = meaning_wait
+    env = server_env(vault=copy, config_dir=where / "config") | FIRST_SESSION_MODES[mode]
     order = list(questions)
     random.Random(_ORDER_SEED).shuffle(order)
     asked: list[Trace] = []
@@ -201,24 +211,91 @@ def first_session_table(result: dict[str, Any]) -> str:
     )
 
 
+def ceiling_table(found: dict[str, Any]) -> str:
+    """Per vault, split and category: the share of questions whose gold is within the
+    first 20 passages of each ranking (the ceiling of what the later stages can show)."""
+    rows: list[list[object]] = []
+    for name, recall in found["candidate_recall"].items():
+        categories: list[str] = found["categories"][name]
+        splits: list[str] = found["splits"][name]
+        for split in ("dev", "heldout"):
+            for category in ["all", *sorted(set(categories))]:
+                chosen = [
+                    i
+                    for i, (c, s) in enumerate(zip(categories, splits, strict=True))
+                    if s == split and category in ("all", c)
+                ]
+                if not chosen:
+                    continue
+                cells = [
+                    f"{100 * sum(recall[r]['@20'][i] for i in chosen) / len(chosen):.0f}%"
+                    for r in ("keyword", "dense", "fused")
+                ]
+                rows.append([name, split, category, len(chosen), *cells])
+    return markdown_table(
+        [
+            "vault",
+            "split",
+            "category",
+            "questions",
+            "keyword top 20",
+            "dense top 20",
+            "fused top 20",
+        ],
+        rows,
+    )
+
+
+def report(found: dict[str, Any]) -> str:
+    """The per-vault tables as markdown: figures per split and category, candidate ceilings,
+    and the first session when it was run."""
+    parts = [
+        "Per vault, split and category (first response / within two calls / median tokens "
+        "of the first response; `python -m bench.vaults`):"
+    ]
+    parts += [slice_table(name, slices) for name, slices in found["per_vault"].items()]
+    parts += [
+        "Candidate ceiling per vault: is the gold within each ranking's first 20 passages "
+        "at all (`bench/candidate_recall.py`)?",
+        ceiling_table(found),
+    ]
+    if found["first_session"]:
+        parts += [
+            "First session: questions asked in the first minute on a cold copy, against the "
+            "same questions on the built index:",
+            first_session_table(found["first_session"]),
+        ]
+    return "\n\n".join(parts)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     chosen = [v for v in VAULTS if args.vault in (None, v.name)]
-    results: dict[str, Any] = {"per_vault": {}, "first_session": {}, "traces": {}}
+    results: dict[str, Any] = {
+        "per_vault": {},
+        "first_session": {},
+        "traces": {},
+        "candidate_recall": {},
+        "categories": {},
+        "splits": {},
+    }
     with tempfile.TemporaryDirectory(prefix="vaults-") as tmp:
         work = Path(tmp)
         for dev_vault in chosen:
             questions = load_questions(dev_vault.questions)
             print(f"{dev_vault.name}: {len(questions)} questions", flush=True)
-            traces = await built_index_run(dev_vault, questions, work)
+            traces, recall = await built_index_run(dev_vault, questions, work)
             results["per_vault"][dev_vault.name] = by_slice(traces, questions)
+            results["candidate_recall"][dev_vault.name] = recall
+            results["categories"][dev_vault.name] = [q.category for q in questions]
+            results["splits"][dev_vault.name] = [q.split for q in questions]
             results["traces"][dev_vault.name] = {
                 t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
             }
             if not args.first_session or dev_vault.name != "ledgerline":
                 continue
             built = {t.question: t for t in traces}
-            for mode, meaning_wait in FIRST_SESSION_MODES.items():
-                cold = await first_session_run(dev_vault, questions, work, meaning_wait)
+            for mode in FIRST_SESSION_MODES:
+                cold = await first_session_run(dev_vault, questions, work, mode)
                 same = [built[t.question] for t in cold]
                 waited = re.search(r"waited (\d+) s for the meaning index", cold[0].texts[0])
                 results["first_session"][f"{dev_vault.name}, {mode}"] = {
@@ -251,10 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     found = anyio.run(run, args)
     found["seconds"] = time.perf_counter() - started
-    for name, slices in found["per_vault"].items():
-        print("\n" + slice_table(name, slices))
-    if found["first_session"]:
-        print("\n" + first_session_table(found["first_session"]))
+    print("\n" + report(found))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"vaults-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")

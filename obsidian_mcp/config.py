@@ -16,7 +16,7 @@ from obsidian_mcp.limits import excerpt
 
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
 # table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
-StageName = Literal["keyword", "dense", "semantic", "seats", "cutting"]
+StageName = Literal["keyword", "dense", "semantic", "seats", "currency", "cutting"]
 
 # The tool families OBSIDIAN_TOOLS picks from, and their tools. Clients send every listed
 # tool's definition with every request, so a client that only remembers and searches

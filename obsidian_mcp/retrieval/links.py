@@ -95,13 +95,22 @@ class LinkGraph:
 
     def __init__(self) -> None:
         self._generation = -1
+        self._resolver_generation = -1
         self._resolver = LinkResolver(())
         self._backlinks: dict[str, list[LinkSite]] = {}
+
+    def resolver_for(self, corpus: Corpus) -> LinkResolver:
+        """The resolver of the corpus as it is: built from its paths alone, so a query that
+        resolves one link does not pay for the backlinks of every note."""
+        if corpus.generation != self._resolver_generation:
+            self._resolver = LinkResolver(corpus.paths)
+            self._resolver_generation = corpus.generation
+        return self._resolver
 
     def refresh(self, corpus: Corpus) -> None:
         if corpus.generation == self._generation:
             return
-        self._resolver = LinkResolver(corpus.paths)
+        self.resolver_for(corpus)
         self._backlinks = backlink_map(
             self._resolver,
             (

@@ -17,6 +17,10 @@ class FileContext:
     gist: str
     tags: tuple[str, ...]
     tokens: int
+    # The note's frontmatter dates not already in its path, as (key, ISO date).
+    dates: tuple[tuple[str, str], ...] = ()
+    # What replaced the note ("superseded by [[ADR-0010 …]]"), when it says it was.
+    replaced: str = ""
 
 
 def display_section(section: tuple[str, ...], title: str) -> tuple[str, ...]:

@@ -47,8 +47,9 @@ def echo_argument(query: str) -> str:
 
 
 def obsidian_link(path: str, section: tuple[str, ...]) -> str:
-    name = note_name(path)
-    return f"[[{name}#{section[-1]}]]" if section else f"[[{name}]]"
+    """The link Obsidian opens at the section, its heading path as the breadcrumb:
+    `[[Note#Heading#Subheading]]` is Obsidian's own syntax for a heading under another."""
+    return "[[" + "#".join([note_name(path), *section]) + "]]"
 
 
 def read_call(path: str, section: tuple[str, ...]) -> str:
@@ -63,6 +64,9 @@ def group_header(context: FileContext, matches: int | None = None) -> str:
     if matches is not None:
         facts.append(plural(matches, "match", "matches"))
     facts.append(f"{context.tokens:,} tokens")
+    if context.replaced:
+        facts.append(context.replaced)
+    facts.extend(f"{key} {day}" for key, day in context.dates)
     if context.tags:
         facts.append(" ".join("#" + tag for tag in context.tags))
     lines = [" · ".join(facts)]
@@ -72,13 +76,11 @@ def group_header(context: FileContext, matches: int | None = None) -> str:
 
 
 def passage_block(hit: PassageHit) -> str:
-    facts = [f"### {obsidian_link(hit.path, hit.section)}"]
-    if len(hit.section) > 1:
-        facts.append(" > ".join(hit.section))
-    facts.append(f"score {hit.score:.2f}")
-    facts.append("passage")
+    # The link carries the breadcrumb; written out beside it as well, it cost a reply of
+    # five passages about 40 tokens (python -m bench.vaults, issue 20).
+    head = f"### {obsidian_link(hit.path, hit.section)} · score {hit.score:.2f} · passage"
     text = (ELLIPSIS if hit.cut_before else "") + hit.text + (ELLIPSIS if hit.cut_after else "")
-    return " · ".join(facts) + "\n" + text
+    return head + "\n" + text
 
 
 def passage_cost(hit: PassageHit) -> int:
@@ -114,10 +116,6 @@ def _units(result: SearchResult, count: int) -> str:
     return plural(count, "passage")
 
 
-def where(hit: PassageHit) -> str:
-    return hit.path + (f" > {' > '.join(hit.section)}" if hit.section else "")
-
-
 def best_shown(result: SearchResult) -> PassageHit | None:
     return next((group.passages[0] for group in result.groups if group.passages), None)
 
@@ -129,12 +127,13 @@ def footer(result: SearchResult) -> str:
         f"{len(result.groups)} of {plural(result.total_files, 'file')}"
     ]
     if result.over_budget:
-        names = ", ".join(where(hit) for hit in result.over_budget)
+        # The best passage left out, as the call that reads it; naming the next ones too
+        # cost about 40 tokens a reply (the JSON lists them).
         first = result.over_budget[0]
         lines.append(
-            f"left out to stay within max_tokens={result.max_tokens}: {names}; "
-            f"call again with max_tokens={result.max_tokens * 2}, or "
-            f"{read_call(first.path, first.section)}"
+            f"left out to stay within max_tokens={result.max_tokens}, the best: "
+            f"{read_call(first.path, first.section)}; or call again with "
+            f"max_tokens={result.max_tokens * 2}"
         )
     calls = next_calls(result)
     if calls:
@@ -228,6 +227,10 @@ def _group_data(group: FileGroup, concise: bool) -> dict[str, Any]:
         data["matches"] = group.matches
     if not concise:
         data.update(tokens=context.tokens, tags=list(context.tags))
+        if context.dates:
+            data["dates"] = dict(context.dates)
+        if context.replaced:
+            data["replaced"] = context.replaced
         if context.gist:
             data["summary"] = context.gist
     data["passages"] = [passage_data(hit, concise) for hit in group.passages]

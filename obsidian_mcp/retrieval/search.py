@@ -7,9 +7,10 @@ own module, each passed once and in this order (`Retriever.semantic_query`):
 
 1. candidates (`candidates.CandidateSources.gather`): one ranking per source;
 2. fusion (`fusion.fuse`): one order;
-3. passage cutting (`cutting.cut_passages`): what of each passage is shown;
-4. packing (`Retriever._packed`, `packing.pack`): what fits the budget, grouped by note;
-5. rendering (`render.format_search`, in the tool layer).
+3. currency (`currency.current_first`): what replaced a ranked note comes before it;
+4. passage cutting (`cutting.cut_passages`): what of each passage is shown;
+5. packing (`Retriever._packed`, `packing.pack`): what fits the budget, grouped by note;
+6. rendering (`render.format_search`, in the tool layer).
 
 `OBSIDIAN_STAGES_OFF` switches stages off for the ablation (`stages.Stages`).
 """
@@ -30,8 +31,9 @@ from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
-from obsidian_mcp.retrieval.candidates import CandidateSources, query_terms
+from obsidian_mcp.retrieval.candidates import CandidateSources, local_scores, query_terms
 from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.currency import current_first, note_dates
 from obsidian_mcp.retrieval.cutting import cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import RankedPassages, fuse
@@ -72,12 +74,19 @@ def folder_prefix(folder: str) -> tuple[str, str]:
 
 def file_context(record: NoteRecord, *, with_gist: bool = True) -> FileContext:
     parsed = record.parsed
+    dates = note_dates(parsed.frontmatter)
+    replaced = dates.replaced_status or "replaced"
+    if dates.successor:
+        replaced += f" by [[{dates.successor}]]"
     return FileContext(
         path=record.path,
         title=parsed.title,
         gist=gist(parsed, _GIST_CHARS) if with_gist else "",
         tags=parsed.tags[:_CONTEXT_TAGS] if with_gist else (),
         tokens=estimate_tokens(parsed.content),
+        # A date the path already shows ("Daily/2026-07-09.md") is not said twice.
+        dates=tuple((key, day) for key, day in dates.dates if day not in record.path),
+        replaced=replaced if dates.replaced else "",
     )
 
 
@@ -281,11 +290,20 @@ class Retriever:
         scope, _ = folder_prefix(folder)
         budget = max_tokens or self.settings.max_tokens
         found = await self.ranked_passages(query, folder=scope, progress=progress)
+        weighted = self.weighted_terms(query)
+        offered = found.ranked[: limit * _OFFERED_PER_SHOWN]
+        if self.stages.currency:
+            offered = current_first(
+                self.corpus,
+                offered,
+                self.links.resolver_for(self.corpus).resolve,
+                self._richest_passage(weighted, scope),
+            )
         hits = cut_passages(
             self.corpus,
-            found.ranked[: limit * _OFFERED_PER_SHOWN],
+            offered,
             found.whole_blocks,
-            self.weighted_terms(query),
+            weighted,
             top=found.top_score,
             cutting=self.stages.cutting,
         )
@@ -302,6 +320,25 @@ class Retriever:
             total_passages=found.total,
             total_files=len({self.corpus.chunk(c).path for c, _ in found.ranked}),
         )
+
+    def _richest_passage(
+        self, weighted: Sequence[tuple[str, float]], scope: str
+    ) -> Callable[[NoteRecord], int | None]:
+        """How a note no source ranked is stood for (`currency.current_first`): by its
+        passage richest in the query's words, weighed by their rarity in the note; its
+        first passage when none has them. None for a note outside the folder."""
+        _, prefix = folder_prefix(scope)
+
+        def pick(record: NoteRecord) -> int | None:
+            if not record.chunks or not record.path.startswith(prefix):
+                return None
+            scores = local_scores(
+                [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
+            )
+            best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+            return record.chunks[best].id
+
+        return pick
 
     def _packed(
         self,

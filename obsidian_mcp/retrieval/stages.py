@@ -19,6 +19,9 @@ class Stages:
     semantic: bool = True
     # Each ranking's best few are shown first, before the fused order (fusion.seated).
     seats: bool = True
+    # A passage of the note that replaced a ranked one (`superseded_by`) comes before it
+    # (currency.current_first).
+    currency: bool = True
     # A passage is shown from its best sentence on, with what follows (cutting.focus_window);
     # off, it is shown as indexed.
     cutting: bool = True
@@ -30,5 +33,6 @@ class Stages:
             dense="dense" not in off,
             semantic="semantic" not in off,
             seats="seats" not in off,
+            currency="currency" not in off,
             cutting="cutting" not in off,
         )

@@ -1,0 +1,171 @@
+"""In-process tuning view of retrieval on the dev questions of every development vault.
+
+    python -m bench.tune                  # dev questions of both vaults, index kept in /tmp
+    python -m bench.tune --misses         # and each missed question, with where its gold was
+
+Fast enough to run after every change (the server's own `Retriever`, in this process, on
+an index built once and kept under ``--work``). For each dev question: the first response
+(`Retriever.semantic_query` with the tool's defaults, rendered as the tool renders it),
+whether it holds the gold, its tokens, and the candidate ceiling: is the gold within the
+first 20 passages of the keyword ranking, the dense ranking, the fused order? Held-out
+questions are never looked at here; `python -m bench.retrieval_bench` reports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from bench.candidate_recall import environment, passage_text
+from bench.harness import (
+    Question,
+    count_tokens,
+    gold_found,
+    is_hit,
+    load_questions,
+    markdown_table,
+    median,
+    server_env,
+)
+from bench.vaults import VAULTS, DevVault
+from obsidian_mcp.config import Settings
+from obsidian_mcp.retrieval.fusion import fuse
+from obsidian_mcp.retrieval.render import format_search
+from obsidian_mcp.retrieval.search import Retriever, folder_prefix
+from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
+from obsidian_mcp.sources.rest import build_http_client
+
+CEILING_DEPTH = 20
+# What vault_semantic_query is called with (its default).
+LIMIT = 5
+
+
+@dataclass(frozen=True)
+class Looked:
+    question: Question
+    hit: bool
+    tokens: int
+    keyword: bool
+    dense: bool
+    fused: bool
+    response: str
+
+
+def gold_within(retriever: Retriever, ranking: Sequence[int], question: Question) -> bool:
+    text = passage_text(retriever, ranking[:CEILING_DEPTH])
+    return all(gold_found(text, gold) for gold in question.gold)
+
+
+async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
+    where = work / dev_vault.name
+    if not (where / "vault").exists():
+        shutil.copytree(dev_vault.vault, where / "vault")
+    with environment(server_env(vault=where / "vault", config_dir=where / "config")):
+        settings = Settings()
+    questions = [q for q in load_questions(dev_vault.questions) if q.split == "dev"]
+    found: list[Looked] = []
+    async with build_http_client(settings) as http:
+        vault, note = await open_vault(settings, http)
+        if vault is None:
+            raise RuntimeError(note)
+        retriever = open_retriever(vault, settings, model_loader(settings))
+        try:
+            await retriever.build_index()
+            for question in questions:
+                folder = question.folder or ""
+                result = await retriever.semantic_query(
+                    question.question, limit=LIMIT, folder=folder
+                )
+                response = format_search(result)
+                _, prefix = folder_prefix(folder)
+                candidates = await retriever.candidates.gather(
+                    question.question, prefix, retriever.stages
+                )
+                fused = [c for c, _ in fuse(candidates, seats=retriever.stages.seats).ranked]
+                found.append(
+                    Looked(
+                        question,
+                        is_hit(response, question.gold),
+                        count_tokens(response),
+                        gold_within(retriever, candidates.keyword, question),
+                        gold_within(retriever, candidates.dense_ranking, question),
+                        gold_within(retriever, fused, question),
+                        response,
+                    )
+                )
+        finally:
+            retriever.close()
+    return found
+
+
+def share(flags: Sequence[bool]) -> str:
+    return f"{100 * sum(flags) / len(flags):.0f}%" if flags else "-"
+
+
+def table(results: dict[str, list[Looked]]) -> str:
+    rows: list[list[object]] = []
+    for name, looked in results.items():
+        categories = ["all", *sorted({x.question.category for x in looked})]
+        for category in categories:
+            chosen = [x for x in looked if category in ("all", x.question.category)]
+            rows.append(
+                [
+                    name,
+                    category,
+                    len(chosen),
+                    share([x.hit for x in chosen]),
+                    f"{median([x.tokens for x in chosen]):.0f}",
+                    share([x.keyword for x in chosen]),
+                    share([x.dense for x in chosen]),
+                    share([x.fused for x in chosen]),
+                ]
+            )
+    both = [x for looked in results.values() for x in looked]
+    rows.append(["both", "all", len(both), share([x.hit for x in both]), "", "", "", ""])
+    return markdown_table(
+        [
+            "vault",
+            "category",
+            "questions",
+            "first response",
+            "median tokens",
+            f"keyword top {CEILING_DEPTH}",
+            f"dense top {CEILING_DEPTH}",
+            f"fused top {CEILING_DEPTH}",
+        ],
+        rows,
+    )
+
+
+async def run(args: argparse.Namespace) -> dict[str, list[Looked]]:
+    return {v.name: await look(v, args.work) for v in VAULTS if args.vault in (None, v.name)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.tune", description=__doc__)
+    parser.add_argument("--vault", choices=[v.name for v in VAULTS], default=None)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/obsidian-mcp-tune"))
+    parser.add_argument("--misses", action="store_true", help="list each missed question")
+    args = parser.parse_args(argv)
+    results = anyio.run(run, args)
+    if args.misses:
+        for name, looked in results.items():
+            for x in looked:
+                if not x.hit:
+                    where = ", ".join(
+                        n
+                        for n, f in (("kw", x.keyword), ("dense", x.dense), ("fused", x.fused))
+                        if f
+                    )
+                    print(f"{name} {x.question.id} [{x.question.category}] {x.question.question}")
+                    print(f"    gold in top {CEILING_DEPTH}: {where or 'none'}")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Currency: a note that says it was replaced comes after what replaced it, and says so
+(issue 20, item 5). Through a real retriever on a folder vault, keywords only (the stage
+works on the ranking, whichever source made it)."""
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+from obsidian_mcp.retrieval.currency import note_dates
+from obsidian_mcp.retrieval.render import format_search
+from tests.test_pipeline_stages import retriever, write
+
+OLD = (
+    '---\nstatus: superseded\nsuperseded_by: "[[ADR-2 Gapless numbers]]"\ndate: 2026-06-15\n'
+    "---\n# ADR-1 Sequence numbers\n\n## Decision\n\nInvoice numbers come from a Postgres "
+    "sequence per tenant; gaps after a rollback are accepted.\n"
+)
+NEW = (
+    "---\nstatus: accepted\ndate: 2026-08-20\n---\n# ADR-2 Gapless numbers\n\n## Decision\n\n"
+    "A counter row locked per tenant and fiscal year hands out the next number, so no "
+    "number is ever skipped.\n"
+)
+QUERY = "Do invoice numbers come from a Postgres sequence per tenant?"
+
+
+def decisions(tmp_path: Path, notes: dict[str, str]) -> Path:
+    vault = tmp_path / "vault"
+    for path, text in notes.items():
+        write(vault, path, text)
+    for n in range(4):  # other notes, so that the query's words are rare enough to rank
+        write(vault, f"Notes/Day {n}.md", f"# Day {n}\n\nThe team met and talked about lunch.\n")
+    return vault
+
+
+@pytest.mark.anyio
+async def test_the_note_that_replaced_a_ranked_one_comes_first_and_the_old_one_says_so(
+    tmp_path: Path,
+) -> None:
+    vault = decisions(
+        tmp_path,
+        {"Decisions/ADR-1 Sequence numbers.md": OLD, "Decisions/ADR-2 Gapless numbers.md": NEW},
+    )
+    result = await retriever(vault, tmp_path).semantic_query(QUERY, limit=3)
+    paths = [group.context.path for group in result.groups]
+    # The new decision shares no word of the question's but "invoice", "number" and "tenant"
+    # with many notes: it is shown because the old one names it.
+    assert paths[:2] == [
+        "Decisions/ADR-2 Gapless numbers.md",
+        "Decisions/ADR-1 Sequence numbers.md",
+    ]
+    text = format_search(result)
+    assert "superseded by [[ADR-2 Gapless numbers]] · date 2026-06-15" in text
+    assert "date 2026-08-20" in text
+    assert "no number is ever skipped" in text
+
+    off = await retriever(vault, tmp_path, stages_off=("currency",)).semantic_query(QUERY, limit=3)
+    assert off.groups[0].context.path == "Decisions/ADR-1 Sequence numbers.md"
+
+
+@pytest.mark.anyio
+async def test_a_chain_of_replacements_shows_the_newest_first_and_a_cycle_ends(
+    tmp_path: Path,
+) -> None:
+    middle = NEW.replace("status: accepted", "status: superseded\nsuperseded_by: '[[ADR-3]]'")
+    newest = (
+        "---\nstatus: accepted\nsuperseded_by: '[[ADR-1 Sequence numbers]]'\n---\n# ADR-3\n\n"
+        "Numbers are handed out by the ledger service.\n"
+    )  # names the oldest as its successor by mistake: a cycle, followed no further
+    vault = decisions(
+        tmp_path,
+        {
+            "Decisions/ADR-1 Sequence numbers.md": OLD,
+            "Decisions/ADR-2 Gapless numbers.md": middle,
+            "Decisions/ADR-3.md": newest,
+        },
+    )
+    result = await retriever(vault, tmp_path).semantic_query(QUERY, limit=3)
+    assert [group.context.path for group in result.groups] == [
+        "Decisions/ADR-3.md",
+        "Decisions/ADR-2 Gapless numbers.md",
+        "Decisions/ADR-1 Sequence numbers.md",
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_replacement_outside_the_folder_asked_or_missing_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    vault = decisions(
+        tmp_path,
+        {
+            "Decisions/ADR-1 Sequence numbers.md": OLD,
+            "Archive/ADR-2 Gapless numbers.md": NEW,
+            "Decisions/ADR-9.md": OLD.replace("ADR-2 Gapless numbers", "ADR-404"),
+        },
+    )
+    result = await retriever(vault, tmp_path).semantic_query(QUERY, limit=3, folder="Decisions")
+    assert {group.context.path for group in result.groups} == {
+        "Decisions/ADR-1 Sequence numbers.md",
+        "Decisions/ADR-9.md",
+    }
+    assert "superseded by [[ADR-404]]" in format_search(result)
+
+
+def test_note_dates_reads_what_frontmatter_says_in_its_usual_shapes() -> None:
+    dates = note_dates(
+        {
+            "date": datetime.date(2026, 6, 15),
+            "updated": "2026-10-23T09:00",
+            "created": "last week",  # not a date: left out
+            "status": "Deprecated",
+            "replaced_by": ["[[New note|the new one]]", "[[Other]]"],
+        }
+    )
+    assert dates.dates == (("date", "2026-06-15"), ("updated", "2026-10-23"))
+    assert (dates.replaced_status, dates.successor, dates.replaced) == (
+        "deprecated",
+        "New note",
+        True,
+    )
+    current = note_dates({"status": "accepted", "superseded_by": 3})
+    assert not current.replaced and current.dates == ()
