@@ -241,6 +241,14 @@ class Settings(BaseSettings):
         "vault with more left answers at once from what is ready and says how far it is. "
         "0: never wait.",
     )
+    index_on_demand_passages: int = Field(
+        default=30,
+        ge=0,
+        le=500,
+        description="While the meaning index is incomplete, a vault_semantic_query first embeds "
+        "this many of its best keyword passages that lack vectors (about 1 s for 30), so what "
+        "the words found is ranked by meaning too. 0: rank with what the build has done.",
+    )
     index_embeddings: bool = Field(
         default=True,
         description="Rank passages by meaning with the local embedding model (vectors kept in "

@@ -25,6 +25,7 @@ from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
 from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore, NoteRow, StoredPassage
+from obsidian_mcp.retrieval.candidates import query_terms
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.server.app import model_loader, open_retriever
@@ -443,6 +444,39 @@ async def test_a_vault_with_too_much_left_does_not_wait(tmp_path: Path) -> None:
     )
     first = first_line(await answer(retriever, "harbour ledger number 123"))
     assert "meaning index:" in first, first
+    retriever.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_demand", [30, 0])
+async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_demand: int
+) -> None:
+    """A vault too big to wait for: the build has not got to the notes a question's words
+    find (here it never starts), so the question embeds its best keyword passages itself
+    and ranks them by meaning too; with on-demand embedding off it has keywords alone."""
+    retriever, _ = retriever_on(
+        ledger_vault(tmp_path / "vault", paragraphs=4),
+        tmp_path,
+        index_on_demand_passages=on_demand,
+    )
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    text = await answer(retriever, "harbour ledger number 123")
+    assert "Note 12.md" in first_group(text)
+    vectors = await retriever.passage_vectors()
+    assert vectors is not None
+    if on_demand:
+        assert "semantic: the server's local passage index" in first_line(text)
+        corpus = retriever.corpus
+        scores = corpus.scores(query_terms("harbour ledger number 123"))
+        best = sorted(scores, key=lambda c: -scores[c])[:on_demand]
+        wanted = {digest for c in best for digest in corpus.chunk(c).text_hashes}
+        assert len(vectors) == len(wanted) and not vectors.lacking(wanted)
+        assert len(wanted) < len(corpus.text_hashes)  # those, not the whole vault
+    else:
+        assert "local passage index" not in first_line(text)
+        assert len(vectors) == 0
     retriever.close()
 
 

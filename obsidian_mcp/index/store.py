@@ -35,7 +35,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Collection, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +154,8 @@ _MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(_MIGRATIONS)
 # Rows coded per statement batch when an index is brought to version 3.
 _CODING_BATCH = 4096
+# Values bound in one `IN (...)`: SQLite allows 32,766 variables, older builds 999.
+_IN_CLAUSE_MAX = 500
 _TABLES = ("meta", "notes", "passages", "passage_texts", "passage_vectors", "passage_terms")
 
 
@@ -615,6 +617,20 @@ class IndexStore:
                 (model, limit),
             ).fetchall()
         return [(digest, text) for digest, text in rows]
+
+    def texts_of(self, hashes: Collection[str]) -> list[tuple[str, str]]:
+        """(text hash, text) of those of the given passage texts the index holds."""
+        wanted = list(hashes)
+        found: list[tuple[str, str]] = []
+        with self._lock:
+            for first in range(0, len(wanted), _IN_CLAUSE_MAX):
+                part = wanted[first : first + _IN_CLAUSE_MAX]
+                found += self._db.execute(
+                    "SELECT text_hash, min(text) FROM passage_texts WHERE text_hash IN "
+                    f"({', '.join('?' * len(part))}) GROUP BY text_hash",
+                    part,
+                ).fetchall()
+        return found
 
     def count_unembedded(self, model: str) -> int:
         """Distinct passage texts with no vector of `model` yet."""

@@ -225,6 +225,21 @@ class CandidateSources:
                 )
         return progress
 
+    async def _embed_now(self, vectors: PassageVectors, chunk_ids: Sequence[int]) -> None:
+        """Embed the texts of these passages that lack vectors now, ahead of the background
+        build, and store them (the build then skips them)."""
+        lacking = vectors.lacking({d for c in chunk_ids for d in self.corpus.chunk(c).text_hashes})
+        if not lacking or self.embedder is None:
+            return
+        store = self.corpus.store
+        texts = await anyio.to_thread.run_sync(store.texts_of, lacking)
+        embedder = self.embedder.get()
+        embedded = await anyio.to_thread.run_sync(embedder.embed, [text for _, text in texts])
+        await anyio.to_thread.run_sync(
+            store.put_vectors, embedder.model_id, [digest for digest, _ in texts], embedded
+        )
+        await anyio.to_thread.run_sync(vectors.refresh, store)
+
     async def dense_ranking(
         self,
         query: str,
@@ -232,10 +247,12 @@ class CandidateSources:
         *,
         wait: float = 0.0,
         report: ProgressCallback | None = None,
+        embed_first: Sequence[int] = (),
     ) -> DenseRanking | None:
         """Passages nearest the query in meaning, within the folder; starts the background
         build when passages lack vectors (and waits for it when what is left fits in
-        `wait` seconds), and says how far it has got."""
+        `wait` seconds), embeds the passages `embed_first` if the index still lacks them,
+        and says how far it has got."""
         vectors = await self.passage_vectors()
         if vectors is None or self.embedder is None or self.builder is None:
             return None
@@ -243,6 +260,8 @@ class CandidateSources:
         if not progress.complete:
             self.builder.start()
             progress = await self._wait_for_meaning(vectors, progress, wait, report)
+        if not progress.complete and embed_first:
+            await self._embed_now(vectors, embed_first)
         if progress.complete:
             await self._drop_stale_vectors(vectors)
         embedder = self.embedder.get()  # loaded by passage_vectors
@@ -353,12 +372,14 @@ class CandidateSources:
         *,
         read_wait: float = 0.0,
         meaning_wait: float = 0.0,
+        on_demand: int = 0,
         report: ProgressCallback | None = None,
     ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
         a source whose stage is off gives none (the ablation). Smart Connections' files,
         while a first build still reads them, are waited for at most `read_wait` seconds;
-        the meaning index for `meaning_wait` when what is left fits (`_wait_for_meaning`)."""
+        the meaning index for `meaning_wait` when what is left fits (`_wait_for_meaning`);
+        while it is incomplete, the best `on_demand` keyword passages are embedded first."""
         wanted = query_terms(query)
         keyword = {
             chunk_id: score
@@ -367,7 +388,13 @@ class CandidateSources:
         }
         keyword_ranking = sorted(keyword, key=lambda c: -keyword[c])
         dense = (
-            await self.dense_ranking(query, prefix, wait=meaning_wait, report=report)
+            await self.dense_ranking(
+                query,
+                prefix,
+                wait=meaning_wait,
+                report=report,
+                embed_first=keyword_ranking[:on_demand],
+            )
             if stages.dense
             else None
         )

@@ -29,10 +29,11 @@ KEYWORD_DEPTH = 50
 DENSE_WEIGHT = 1.0
 # How many of each ranking's best passages are always shown first. A query embedding's
 # top three hold the answer far more often than its next ones (measured on the bundled
-# vault), so meaning gets more seats. The dev questions of both development vaults
-# together (python -m bench.tune, first response; issue 20), against 3 dense seats:
-# 2 seats 72% (fixtures -3 questions), 4 seats 77% (ledgerline +2, fixtures unchanged),
-# 5 seats 75% (fixtures -1); 1 or 3 keyword seats lost 3 fixtures questions each.
+# vault), so meaning gets more seats. First response on the dev questions of both
+# development vaults together (python -m bench.tune; issue 20): 2 dense seats 73.0%, 3
+# seats 75.2%, 4 seats 76.6% (ledgerline +2 questions, fixtures unchanged), 5 seats 75.9%
+# (fixtures -1); with 4, one keyword seat 73.0% (fixtures -4, ledgerline -1), three 72.3%
+# (-3 on each).
 KEYWORD_SEATS = 2
 SEMANTIC_SEATS = 3
 DENSE_SEATS = 4

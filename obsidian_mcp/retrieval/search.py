@@ -258,6 +258,7 @@ class Retriever:
             self.stages,
             read_wait=max(0.0, deadline - anyio.current_time()),
             meaning_wait=meaning_wait,
+            on_demand=self.settings.index_on_demand_passages,
             report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
