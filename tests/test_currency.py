@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from obsidian_mcp.retrieval.currency import note_dates
-from obsidian_mcp.retrieval.render import format_search
+from obsidian_mcp.retrieval.render import format_search, search_data
 from tests.test_pipeline_stages import retriever, write
 
 OLD = (
@@ -121,3 +121,53 @@ def test_note_dates_reads_what_frontmatter_says_in_its_usual_shapes() -> None:
     )
     current = note_dates({"status": "accepted", "superseded_by": 3})
     assert not current.replaced and current.dates == ()
+
+
+@pytest.mark.anyio
+async def test_the_link_carries_the_heading_path_and_json_says_what_replaced_a_note(
+    tmp_path: Path,
+) -> None:
+    nested = (
+        "# ADR-3\n\n## Decision\n\n### Numbering\n\n"
+        "Invoice numbers come from a Postgres sequence.\n"
+    )
+    vault = decisions(
+        tmp_path,
+        {
+            "Decisions/ADR-1 Sequence numbers.md": OLD,
+            "Decisions/ADR-2 Gapless numbers.md": NEW,
+            "Decisions/ADR-3.md": nested,
+        },
+    )
+    result = await retriever(vault, tmp_path).semantic_query(QUERY, limit=5, max_tokens=2000)
+    text = format_search(result)
+    # Obsidian's link to a heading under another is the breadcrumb, written once.
+    assert "### [[ADR-3#Decision#Numbering]] · score" in text
+    assert "Decision > Numbering" not in text
+    groups = {g["path"]: g for g in search_data(result)["groups"]}
+    old = groups["Decisions/ADR-1 Sequence numbers.md"]
+    assert old["replaced"] == "superseded by [[ADR-2 Gapless numbers]]"
+    assert old["dates"] == {"date": "2026-06-15"}
+    assert "replaced" not in groups["Decisions/ADR-2 Gapless numbers.md"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("max_tokens", [120, 300])
+async def test_over_budget_the_footer_names_the_best_passage_left_out_as_a_call(
+    tmp_path: Path, max_tokens: int
+) -> None:
+    """Whether some passages fit (300) or none (120), what matched is never reported as
+    nothing: the best passage left out is named as the call that reads it."""
+    vault = decisions(
+        tmp_path,
+        {"Decisions/ADR-1 Sequence numbers.md": OLD, "Decisions/ADR-2 Gapless numbers.md": NEW},
+    )
+    result = await retriever(vault, tmp_path).semantic_query(QUERY, limit=5, max_tokens=max_tokens)
+    text = format_search(result)
+    assert result.over_budget and "Nothing matches" not in text
+    best = result.over_budget[0]
+    assert (
+        f"left out to stay within max_tokens={max_tokens}, the best: "
+        f'vault_read_note(path="{best.path}"' in text.split("\n---\n")[1]
+    )
+    assert text.count("vault_read_note") <= 2  # the best left out, and the best shown

@@ -180,6 +180,8 @@ def frame_tokens(result: SearchResult) -> int:
 
 def format_search(result: SearchResult, *, concise: bool = False) -> str:
     if not result.groups:
+        if result.over_budget:  # passages matched, but not even one fits max_tokens
+            return "\n".join([_first_line(result), "---", footer(result)])
         return _first_line(result) + "\n" + _empty(result)
     lines = [_first_line(result)]
     for group in result.groups:
