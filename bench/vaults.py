@@ -7,12 +7,14 @@ What a user gets with the default install: the server on the vault folder, no Sm
 Connections, the local passage index built (``obsidian-mcp index``). Each question gets
 ``vault_semantic_query`` with defaults and, on a miss, the read its response suggests
 (``economy.follow_hint``). Figures per vault, split and category: answer in the first
-response, within two calls, and the first response's median tokens.
+response, within two calls, and the first response's median tokens; and each ranking's
+candidate ceiling on the same index (``candidate_recall``: is the gold in its top 20?).
 
 **First session**: a fresh copy of the vault, no index; the server starts and questions
 are asked one after another (in a seeded random order) until ``FIRST_SESSION_SECONDS``
-have passed, as a user's first minute would. Their hit rate is set against the same
-questions on the built index, both from this one run.
+have passed, as a user's first minute would, once per ``FIRST_SESSION_MODES`` (the
+default, and the first-day levers switched off or changed one at a time). Their hit rate
+is set against the same questions on the built index, all from this one run.
 
 Held-out questions (a seeded third per category of each vault, drawn before any result
 was seen: ``bench/questions.py`` for fixtures, ``fixtures/ledgerline/README.md``) are
