@@ -171,3 +171,44 @@ async def test_over_budget_the_footer_names_the_best_passage_left_out_as_a_call(
         f'vault_read_note(path="{best.path}"' in text.split("\n---\n")[1]
     )
     assert text.count("vault_read_note") <= 2  # the best left out, and the best shown
+
+
+MONEY = (
+    "---\nstatus: accepted\ndate: 2026-06-26\n---\n# ADR-8 Money\n\n## Representation\n\n"
+    "Amounts are integer minor units with a currency code, never floats.\n\n## Rounding\n\n"
+    "Tax is computed on the invoice total per rate and rounded once with banker's rounding.\n"
+)
+TAX = (
+    '---\nstatus: accepted\nsupersedes: "[[ADR-8 Money#Rounding]]"\ndate: 2026-09-26\n---\n'
+    "# ADR-13 Tax per line\n\n## Decision\n\nEach line is taxed and rounded half away from "
+    "zero, then summed per rate.\n"
+)
+
+
+@pytest.mark.anyio
+async def test_a_note_that_says_it_replaces_a_section_comes_before_that_section_only(
+    tmp_path: Path,
+) -> None:
+    """The new note names what it replaces (`supersedes`, here one section of the old
+    note): a question on that section gets the new rule first and the old note labelled;
+    a question on the old note's other section gets the old note alone."""
+    vault = decisions(
+        tmp_path, {"Decisions/ADR-8 Money.md": MONEY, "Decisions/ADR-13 Tax per line.md": TAX}
+    )
+    rounding = await retriever(vault, tmp_path).semantic_query(
+        "How is tax on the invoice total rounded, banker's rounding?", limit=3
+    )
+    assert [g.context.path for g in rounding.groups][:2] == [
+        "Decisions/ADR-13 Tax per line.md",
+        "Decisions/ADR-8 Money.md",
+    ]
+    assert "Rounding superseded by [[ADR-13 Tax per line]]" in format_search(rounding)
+    off = await retriever(vault, tmp_path, stages_off=("currency",)).semantic_query(
+        "How is tax on the invoice total rounded, banker's rounding?", limit=3
+    )
+    assert off.groups[0].context.path == "Decisions/ADR-8 Money.md"
+
+    representation = await retriever(vault, tmp_path).semantic_query(
+        "Are amounts integer minor units with a currency code, never floats?", limit=1
+    )
+    assert [g.context.path for g in representation.groups] == ["Decisions/ADR-8 Money.md"]

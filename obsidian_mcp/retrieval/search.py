@@ -33,7 +33,7 @@ from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVe
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.candidates import CandidateSources, local_scores, query_terms
 from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
-from obsidian_mcp.retrieval.currency import current_first, note_dates
+from obsidian_mcp.retrieval.currency import Currency, current_first, note_dates
 from obsidian_mcp.retrieval.cutting import cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import RankedPassages, fuse
@@ -72,12 +72,10 @@ def folder_prefix(folder: str) -> tuple[str, str]:
     return scope, scope + "/" if scope else ""
 
 
-def file_context(record: NoteRecord, *, with_gist: bool = True) -> FileContext:
+def file_context(record: NoteRecord, *, with_gist: bool = True, replaced: str = "") -> FileContext:
+    """A note's quick-context line; `replaced` says what replaced it (`Currency.label`)."""
     parsed = record.parsed
     dates = note_dates(parsed.frontmatter)
-    replaced = dates.replaced_status or "replaced"
-    if dates.successor:
-        replaced += f" by [[{dates.successor}]]"
     return FileContext(
         path=record.path,
         title=parsed.title,
@@ -86,7 +84,7 @@ def file_context(record: NoteRecord, *, with_gist: bool = True) -> FileContext:
         tokens=estimate_tokens(parsed.content),
         # A date the path already shows ("Daily/2026-07-09.md") is not said twice.
         dates=tuple((key, day) for key, day in dates.dates if day not in record.path),
-        replaced=replaced if dates.replaced else "",
+        replaced=replaced,
     )
 
 
@@ -116,6 +114,7 @@ class Retriever:
         # Likewise only the first question waits for a small vault's meaning index.
         self._waited_for_meaning = False
         self.links = LinkGraph()
+        self.currency = Currency(self.links)
         env_dir = vault.smart_env_dir
         self.candidates = CandidateSources(
             self.corpus,
@@ -295,10 +294,7 @@ class Retriever:
         offered = found.ranked[: limit * _OFFERED_PER_SHOWN]
         if self.stages.currency:
             offered = current_first(
-                self.corpus,
-                offered,
-                self.links.resolver_for(self.corpus).resolve,
-                self._richest_passage(weighted, scope),
+                self.corpus, offered, self.currency, self._richest_passage(weighted, scope)
             )
         hits = cut_passages(
             self.corpus,
@@ -362,7 +358,11 @@ class Retriever:
         for path in dict.fromkeys(hit.path for hit in hits):
             record = self.corpus.record(path)
             if record is not None:
-                contexts[path] = file_context(record, with_gist=include_context)
+                contexts[path] = file_context(
+                    record,
+                    with_gist=include_context,
+                    replaced=self.currency.label(self.corpus, record),
+                )
         candidates = [hit for hit in hits if hit.path in contexts]
 
         def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
