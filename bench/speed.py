@@ -225,9 +225,13 @@ async def scale(
     *,
     rest: bool = True,
     timeout: float = 300,
+    first_query_waits: bool = True,
 ) -> list[SourceRun]:
     """Every tool at each size through the folder and, when ``rest``, the stand-in; one
-    call taking longer than ``timeout`` seconds ends the run."""
+    call taking longer than ``timeout`` seconds ends the run. Without
+    ``first_query_waits``, a small vault's first question does not wait for its meaning
+    index (``OBSIDIAN_INDEX_MEANING_WAIT_SECONDS=0``)."""
+    waits = {} if first_query_waits else {"OBSIDIAN_INDEX_MEANING_WAIT_SECONDS": "0"}
     runs: list[SourceRun] = []
     for notes in sizes:
         out = work / f"gen-{notes}"
@@ -241,7 +245,7 @@ async def scale(
             f"{time.perf_counter() - started:.1f} s",
             flush=True,
         )
-        folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder")
+        folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder") | waits
         runs.append(
             await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds, timeout)
         )
@@ -255,7 +259,7 @@ async def scale(
             query_vectors=out / "query_vectors.jsonl",
             startup_timeout=300,
         ) as standin:
-            env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest")
+            env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest") | waits
             run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds, timeout)
             questions = load_questions(out / "planted.jsonl")
             run.raw_smart_ms = await raw_smart_search_ms(standin, questions, calls)

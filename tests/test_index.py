@@ -33,7 +33,7 @@ from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings, rest_settings
-from tests.fixture_vault import REPO_ROOT
+from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.standin.process import StandinProcess
 
 FERRY = (
@@ -477,6 +477,23 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
     else:
         assert "local passage index" not in first_line(text)
         assert len(vectors) == 0
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_with_smart_connections_vectors_nothing_is_embedded_on_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the local index builds, Smart Connections' stored vectors (the same model)
+    rank by meaning already: a question embeds nothing of its own."""
+    vault = copy_fixture_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path, index_read_wait_seconds=60)
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    text = await answer(retriever, "What did Mira promise Rook at the top of Greyhook?")
+    assert "stored Smart Connections vectors" in first_line(text)
+    vectors = await retriever.passage_vectors()
+    assert vectors is not None and len(vectors) == 0
     retriever.close()
 
 
