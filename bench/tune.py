@@ -21,11 +21,10 @@ from pathlib import Path
 
 import anyio
 
-from bench.candidate_recall import environment, passage_text
+from bench.candidate_recall import candidate_recall, environment
 from bench.harness import (
     Question,
     count_tokens,
-    gold_found,
     is_hit,
     load_questions,
     markdown_table,
@@ -34,12 +33,11 @@ from bench.harness import (
 )
 from bench.vaults import VAULTS, DevVault
 from obsidian_mcp.config import Settings
-from obsidian_mcp.retrieval.fusion import fuse
 from obsidian_mcp.retrieval.render import format_search
-from obsidian_mcp.retrieval.search import Retriever, folder_prefix
 from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 
+# The candidate ceiling's depth (one of candidate_recall.DEPTHS).
 CEILING_DEPTH = 20
 # What vault_semantic_query is called with (its default).
 LIMIT = 5
@@ -56,19 +54,15 @@ class Looked:
     response: str
 
 
-def gold_within(retriever: Retriever, ranking: Sequence[int], question: Question) -> bool:
-    text = passage_text(retriever, ranking[:CEILING_DEPTH])
-    return all(gold_found(text, gold) for gold in question.gold)
-
-
 async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
     where = work / dev_vault.name
     if not (where / "vault").exists():
         shutil.copytree(dev_vault.vault, where / "vault")
-    with environment(server_env(vault=where / "vault", config_dir=where / "config")):
+    env = server_env(vault=where / "vault", config_dir=where / "config")
+    with environment(env):
         settings = Settings()
     questions = [q for q in load_questions(dev_vault.questions) if q.split == "dev"]
-    found: list[Looked] = []
+    responses: list[str] = []
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
@@ -77,30 +71,26 @@ async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
         try:
             await retriever.build_index()
             for question in questions:
-                folder = question.folder or ""
                 result = await retriever.semantic_query(
-                    question.question, limit=LIMIT, folder=folder
+                    question.question, limit=LIMIT, folder=question.folder or ""
                 )
-                response = format_search(result)
-                _, prefix = folder_prefix(folder)
-                candidates = await retriever.candidates.gather(
-                    question.question, prefix, retriever.stages
-                )
-                fused = [c for c, _ in fuse(candidates, seats=retriever.stages.seats).ranked]
-                found.append(
-                    Looked(
-                        question,
-                        is_hit(response, question.gold),
-                        count_tokens(response),
-                        gold_within(retriever, candidates.keyword, question),
-                        gold_within(retriever, candidates.dense_ranking, question),
-                        gold_within(retriever, fused, question),
-                        response,
-                    )
-                )
+                responses.append(format_search(result))
         finally:
             retriever.close()
-    return found
+    ceiling = await candidate_recall(env, questions)
+    at = f"@{CEILING_DEPTH}"
+    return [
+        Looked(
+            question,
+            is_hit(response, question.gold),
+            count_tokens(response),
+            ceiling["keyword"][at][number],
+            ceiling["dense"][at][number],
+            ceiling["fused"][at][number],
+            response,
+        )
+        for number, (question, response) in enumerate(zip(questions, responses, strict=True))
+    ]
 
 
 def share(flags: Sequence[bool]) -> str:

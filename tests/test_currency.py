@@ -114,13 +114,9 @@ def test_note_dates_reads_what_frontmatter_says_in_its_usual_shapes() -> None:
         }
     )
     assert dates.dates == (("date", "2026-06-15"), ("updated", "2026-10-23"))
-    assert (dates.replaced_status, dates.successor, dates.replaced) == (
-        "deprecated",
-        "New note",
-        True,
-    )
+    assert (dates.replaced_status, dates.successor) == ("deprecated", "New note")
     current = note_dates({"status": "accepted", "superseded_by": 3})
-    assert not current.replaced and current.dates == ()
+    assert (current.replaced_status, current.successor, current.dates) == ("", "", ())
 
 
 @pytest.mark.anyio

@@ -73,6 +73,15 @@ def local_scores(
     return [sum(weights.get(term, 0.0) for term in terms_of) for terms_of in chunk_terms]
 
 
+def note_passage_scores(
+    corpus: Corpus, record: NoteRecord, weighted: Sequence[tuple[str, float]]
+) -> dict[int, float]:
+    """Each passage of a note by `local_scores`: the query's words, weighed by their
+    rarity in the note."""
+    scores = local_scores([set(corpus.chunk_terms(c.id)) for c in record.chunks], weighted)
+    return dict(zip((c.id for c in record.chunks), scores, strict=True))
+
+
 # How a long block's passages are scored when a semantic hit must stand for one of them.
 PassagePicker = Callable[[NoteRecord, list[Chunk]], dict[int, float]]
 
@@ -247,12 +256,10 @@ class CandidateSources:
         *,
         wait: float = 0.0,
         report: ProgressCallback | None = None,
-        embed_first: Sequence[int] = (),
     ) -> DenseRanking | None:
         """Passages nearest the query in meaning, within the folder; starts the background
         build when passages lack vectors (and waits for it when what is left fits in
-        `wait` seconds), embeds the passages `embed_first` if the index still lacks them,
-        and says how far it has got."""
+        `wait` seconds), and says how far it has got."""
         vectors = await self.passage_vectors()
         if vectors is None or self.embedder is None or self.builder is None:
             return None
@@ -260,12 +267,35 @@ class CandidateSources:
         if not progress.complete:
             self.builder.start()
             progress = await self._wait_for_meaning(vectors, progress, wait, report)
-        if not progress.complete and embed_first:
-            await self._embed_now(vectors, embed_first)
         if progress.complete:
             await self._drop_stale_vectors(vectors)
         embedder = self.embedder.get()  # loaded by passage_vectors
         query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
+        return DenseRanking(
+            self._nearest(vectors, query_vector, prefix),
+            query_vector,
+            embedder,
+            "" if progress.complete else progress.line(),
+        )
+
+    async def with_embedded(
+        self, dense: DenseRanking, prefix: str, chunk_ids: Sequence[int]
+    ) -> DenseRanking:
+        """The dense ranking again, after the texts of these passages that lacked vectors
+        are embedded now (`_embed_now`); the query keeps the vector it had."""
+        vectors = self.vectors
+        if vectors is None:
+            return dense
+        await self._embed_now(vectors, chunk_ids)
+        return DenseRanking(
+            self._nearest(vectors, dense.query, prefix),
+            dense.query,
+            dense.embedder,
+            self.meaning_progress(vectors).line(),
+        )
+
+    def _nearest(self, vectors: PassageVectors, query_vector: Matrix, prefix: str) -> list[int]:
+        """The DENSE_DEPTH passages within the folder nearest a query vector, best first."""
         ranking: list[int] = []
         for digest, _ in vectors.ranked(query_vector):
             ranking.extend(
@@ -275,12 +305,7 @@ class CandidateSources:
             )
             if len(ranking) >= DENSE_DEPTH:
                 break
-        return DenseRanking(
-            ranking[:DENSE_DEPTH],
-            query_vector,
-            embedder,
-            "" if progress.complete else progress.line(),
-        )
+        return ranking[:DENSE_DEPTH]
 
     def _best_chunk(
         self,
@@ -324,10 +349,7 @@ class CandidateSources:
                 near = vectors.similarity(dense.query, wanted)
                 if len(near) == len(wanted):
                     return {c.id: max(near[d] for d in c.text_hashes) for c in inside}
-            scores = local_scores(
-                [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
-            )
-            return dict(zip((c.id for c in record.chunks), scores, strict=True))
+            return note_passage_scores(self.corpus, record, weighted)
 
         return pick
 
@@ -414,7 +436,7 @@ class CandidateSources:
             # semantic source gave any): they are embedded now, and ranked again. A cold
             # ledgerline's first minute: 49% -> 69% (70% built) at 30 passages, 64% at 15,
             # 62% at 10 (python -m bench.retrieval_bench); about half a second a question.
-            dense = await self.dense_ranking(query, prefix, embed_first=keyword_ranking[:on_demand])
+            dense = await self.with_embedded(dense, prefix, keyword_ranking[:on_demand])
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix
         )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord
 from obsidian_mcp.retrieval.links import LinkGraph
+from obsidian_mcp.text.markdown import split_frontmatter
 
 # Frontmatter keys of an old note that name the note replacing it.
 SUCCESSOR_KEYS = ("superseded_by", "superseded-by", "supersededBy", "replaced_by", "replaced-by")
@@ -37,10 +38,9 @@ DATE_KEYS = ("date", "created", "revised", "updated")
 # A chain of replacements is followed this far (and never round a cycle).
 _MAX_CHAIN = 3
 _LINK_RE = re.compile(r"\[\[([^\]|#]+)(?:#([^\]|]+))?")
-# Most notes say nothing of what they replace: their text is searched for the keys (at
-# the head, where frontmatter is) before any is parsed.
+# Most notes say nothing of what they replace: their frontmatter's text is searched for
+# the keys before any note is parsed (this runs again after every change to the vault).
 _CLAIM_RE = re.compile(r"^(?:supersedes|replaces)\s*:", re.MULTILINE | re.IGNORECASE)
-_HEAD_CHARS = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +61,6 @@ class NoteDates:
     replaced_status: str
     successor: str
     predecessors: tuple[NoteLink, ...] = ()
-
-    @property
-    def replaced(self) -> bool:
-        return bool(self.replaced_status or self.successor)
 
 
 def _date_text(value: object) -> str:
@@ -136,8 +132,8 @@ class Currency:
         resolver = self._links.resolver_for(corpus)
         claims: dict[str, list[Replacement]] = {}
         for record in corpus.records():
-            content = record.content
-            if not content.startswith("---") or not _CLAIM_RE.search(content, 0, _HEAD_CHARS):
+            yaml_text, _ = split_frontmatter(record.content)
+            if yaml_text is None or not _CLAIM_RE.search(yaml_text):
                 continue
             for link in note_dates(record.parsed.frontmatter).predecessors:
                 old = resolver.resolve(link.target, record.path)

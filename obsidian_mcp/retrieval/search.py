@@ -31,7 +31,11 @@ from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
-from obsidian_mcp.retrieval.candidates import CandidateSources, local_scores, query_terms
+from obsidian_mcp.retrieval.candidates import (
+    CandidateSources,
+    note_passage_scores,
+    query_terms,
+)
 from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.currency import Currency, current_first, note_dates
 from obsidian_mcp.retrieval.cutting import cut_passages, passage_hit
@@ -329,11 +333,8 @@ class Retriever:
         def pick(record: NoteRecord) -> int | None:
             if not record.chunks or not record.path.startswith(prefix):
                 return None
-            scores = local_scores(
-                [set(self.corpus.chunk_terms(c.id)) for c in record.chunks], weighted
-            )
-            best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-            return record.chunks[best].id
+            scores = note_passage_scores(self.corpus, record, weighted)
+            return max(record.chunks, key=lambda c: (scores[c.id], -c.start)).id
 
         return pick
 

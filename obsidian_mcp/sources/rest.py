@@ -444,23 +444,22 @@ class RestSource:
         atomic (`vaultOperations.ts`, `patchFileSection`). So the check is a read right
         before the PUT, and a write landing between the two is lost; with the vault folder
         known, `Vault` edits on disk instead, where the swap is checked (`swap.py`)."""
-        try:
-            current: str | None = (await self.read_note(path)).content
-        except NoteNotFound:
-            current = None
-        if current != expected:
-            raise NoteChanged(path, current)
+        await self._expect(path, expected)
         await self.write(path, content)
 
     async def remove_if(self, path: str, expected: str) -> None:
         """Delete the note (5.x: to Obsidian's trash) only if it holds `expected`."""
+        await self._expect(path, expected)
+        await self.delete(path)
+
+    async def _expect(self, path: str, expected: str | None) -> None:
+        """NoteChanged unless the note holds `expected` (None: unless it does not exist)."""
         try:
             current: str | None = (await self.read_note(path)).content
         except NoteNotFound:
             current = None
         if current != expected:
             raise NoteChanged(path, current)
-        await self.delete(path)
 
     async def active_note(self) -> str | None:
         """The vault path of the note open in Obsidian, None when none is (404, 3.4.3+).

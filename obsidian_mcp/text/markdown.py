@@ -185,7 +185,7 @@ def _load_frontmatter(block: str) -> tuple[dict[str, object], str | None]:
     return {str(key): value for key, value in cast("dict[object, object]", data).items()}, None
 
 
-def _split_frontmatter(content: str) -> tuple[str | None, int]:
+def split_frontmatter(content: str) -> tuple[str | None, int]:
     """The YAML text of the frontmatter block (None without one) and where the body starts."""
     if content.startswith("---\n"):
         yaml_start = 4
@@ -364,7 +364,7 @@ def parse_note(path: str, content: str) -> ParsedNote:
     * `block_ids`: ``^id`` at a block's line end -> that block's start offset; a ``^id``
       alone after a block (how tables and quotes get ids) names that block.
     """
-    yaml_text, body_start = _split_frontmatter(content)
+    yaml_text, body_start = split_frontmatter(content)
     frontmatter, frontmatter_error = (
         _load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)
     )
