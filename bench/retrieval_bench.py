@@ -463,7 +463,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # Imported here: the per-vault benchmark runs its questions through this module.
         from bench import vaults
 
-        data["vaults"] = await vaults.run(argparse.Namespace(vault=None, first_session=True))
+        data["vaults"] = await vaults.run()
         data["report"] += "\n\n## Retrieval per development vault\n\n" + vaults.report(
             data["vaults"]
         )

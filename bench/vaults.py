@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -275,8 +276,9 @@ def report(found: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    chosen = [v for v in VAULTS if args.vault in (None, v.name)]
+async def run(vault: str | None = None, *, first_session: bool = True) -> dict[str, Any]:
+    """The figures of one development vault (by name) or of every one (None)."""
+    chosen = [v for v in VAULTS if vault in (None, v.name)]
     results: dict[str, Any] = {
         "per_vault": {},
         "first_session": {},
@@ -298,7 +300,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results["traces"][dev_vault.name] = {
                 t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
             }
-            if not args.first_session or dev_vault.name != "ledgerline":
+            if not first_session or dev_vault.name != "ledgerline":
                 continue
             built = {t.question: t for t in traces}
             for mode in FIRST_SESSION_MODES:
@@ -333,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    found = anyio.run(run, args)
+    found = anyio.run(partial(run, args.vault, first_session=args.first_session))
     found["seconds"] = time.perf_counter() - started
     print("\n" + report(found))
     args.out.mkdir(parents=True, exist_ok=True)
