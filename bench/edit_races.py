@@ -447,13 +447,16 @@ class RecordingVault(Vault):
         self.attempts.append(Attempt(path, expected, content, started, time.monotonic(), True))
 
 
-REASONS = ("user typing", "changed while editing", "other")
+REASONS = ("user typing", "half saved", "changed while editing", "other")
 
 
 def refusal_reason(message: str) -> str:
-    # The guard: the user may be typing, a save may be half done, or (through Obsidian
-    # alone) a recently changed note cannot be written safely.
-    if any(said in message for said in ("could be typing", "half done", "even with force")):
+    # The guard: the user may be typing, or (through Obsidian alone) a recently changed
+    # note cannot be written safely; apart, a note read empty in the middle of an in-place
+    # save, which even force leaves alone.
+    if "half done" in message:
+        return "half saved"
+    if any(said in message for said in ("could be typing", "even with force")):
         return "user typing"
     if "while this edit was made" in message:
         return "changed while editing"
@@ -812,6 +815,7 @@ HEADERS = (
     "agent edits applied (to the user's note)",
     "made again on the new text",
     "refused: user typing",
+    "refused: half saved",
     "refused: changed while editing",
     "refused: other",
     "applied, later overwritten by the user",
@@ -838,6 +842,7 @@ def table(runs: Sequence[Outcome]) -> str:
             f"{o.applied} ({o.applied_user_note})",
             o.remade,
             o.refused["user typing"],
+            o.refused["half saved"],
             o.refused["changed while editing"],
             o.refused["other"],
             o.overwritten_by_user,
