@@ -1,5 +1,5 @@
 """Command line: serve (stdio or HTTP MCP), call one tool, index, memory, doctor, trust,
-model fetch.
+model fetch, stats.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -11,6 +11,7 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -32,9 +33,13 @@ from obsidian_mcp.http_transport import (
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.memory.model import encode
 from obsidian_mcp.memory.render import format_memory
+from obsidian_mcp.memory.timespec import parse_moment
 from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
+from obsidian_mcp.usage.log import LogFiles
+from obsidian_mcp.usage.report import html_report, terminal_report
+from obsidian_mcp.usage.stats import read_log, usage_stats
 from obsidian_mcp.validation import describe_invalid_arguments
 
 logger = logging.getLogger("obsidian_mcp")
@@ -253,6 +258,40 @@ def _fetch(settings: Settings, name: str) -> int:
     return 0
 
 
+def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    """The usage log's figures: a table, JSON, and an HTML page if asked."""
+    since: datetime | None = None
+    if args.since:
+        try:
+            now = datetime.now(UTC)
+            since = parse_moment(args.since, now=now, name="--since", end_of_day=False)
+        except VaultError as exc:
+            print(f"obsidian-mcp stats: {exc}", file=sys.stderr)
+            return 2
+    log = read_log(LogFiles(settings.usage_log_dir))
+    if not log.files:
+        print(
+            f"obsidian-mcp stats: no usage log in {settings.usage_log_dir}. Set "
+            "OBSIDIAN_USAGE_LOG=on (or full) in the server's environment, use your agent, "
+            "then run stats again.",
+            file=sys.stderr,
+        )
+        return 1
+    stats = usage_stats(log, since)
+    if args.html is not None:
+        try:
+            args.html.write_text(html_report(stats), "utf-8")
+        except OSError as exc:
+            print(f"obsidian-mcp stats: cannot write {args.html}: {exc}", file=sys.stderr)
+            return 1
+        print(f"HTML report written to {args.html}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(stats.data(), ensure_ascii=False, indent=1))
+    else:
+        print(terminal_report(stats))
+    return 0
+
+
 def _serve(settings: Settings, args: argparse.Namespace, problem: str | None) -> None:
     server = build_server(settings, configuration_error=problem)
     if not args.http:
@@ -364,6 +403,29 @@ def _parser() -> argparse.ArgumentParser:
     export = memory_commands.add_parser("export", help="current memories as JSON lines")
     export.add_argument("--all", action="store_true", help="superseded memories too")
 
+    stats = commands.add_parser(
+        "stats",
+        help="what the agent spent and where it missed, from the usage log",
+        description="Read the usage log (kept when the server runs with "
+        "OBSIDIAN_USAGE_LOG=on or full) and print, for a period: calls and reply tokens per "
+        "tool (count, median, p90, total), errors by kind, the context spent on tool "
+        "definitions, and the follow-ups that signal retrieval misses (a second search on "
+        "similar words, a read of a note the search had not returned; with full, the "
+        "questions and notes themselves). A table by default.",
+    )
+    stats.add_argument(
+        "--since",
+        help="only calls since then: an age ('7d', '12h', '2w') or a date ('2026-05-01'); "
+        "default: everything logged",
+    )
+    stats.add_argument("--json", action="store_true", help="the same figures as JSON")
+    stats.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write a self-contained HTML page with charts to FILE (no server needed)",
+    )
+
     model = commands.add_parser("model", help="manage the embedding model")
     model_commands = model.add_subparsers(dest="model_command", required=True)
     fetch = model_commands.add_parser(
@@ -399,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = anyio.run(_memory, settings, args)
     elif args.command == "model":
         code = _fetch(settings, args.name)
+    elif args.command == "stats":
+        code = _stats(settings, args)
     else:
         code = anyio.run(_trust, settings, args.yes)
     sys.exit(code)

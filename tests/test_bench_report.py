@@ -23,6 +23,7 @@ SECTIONS = (
     "### What a conversation costs",
     "### Tool definitions, per tool",
     "### Answer in the first response, and within two calls, per slice",
+    "### The usage log agrees with the benchmark",
     "### Retrieval issue figures",
     "## Ablation: each retrieval stage off in turn",
     "## The peer's raw answer",
@@ -67,3 +68,5 @@ def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
         assert f"]({chart})" in report
         assert (out / chart).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert list(cache.glob("bench-*.json"))
+    # The run's own usage log, kept for `OBSIDIAN_CACHE_DIR=<cache> obsidian-mcp stats`.
+    assert (cache / "usage" / "usage.jsonl").stat().st_size > 0

@@ -15,6 +15,7 @@ from obsidian_mcp.server.memory_tools import register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
 from obsidian_mcp.server.status import register_status_resource
+from obsidian_mcp.usage.log import usage_recorder
 
 # The tool-selection guide, the one place it is written, by family in the order an agent
 # should reach for them; each family's part is sent only when OBSIDIAN_TOOLS lists it.
@@ -68,6 +69,7 @@ def build_server(
         version=__version__,
         instructions=server_instructions(settings.families),
         lifespan=lifespan,
+        usage=usage_recorder(settings),
     )
     register_read_tools(mcp)
     register_search_tools(mcp)

@@ -5,24 +5,41 @@ The SDK reports an argument that fails validation with pydantic's full dump (cla
 a documentation URL) and a crash with a bare "Error executing tool X", and it drops an
 argument the tool does not take without a word (`limt=3` ran with the default limit).
 All three are turned here, in one place for every tool, into one sentence that says what
-to change or try.
+to change or try. Every call passes the same place on its way out, which is where the
+usage log (`obsidian_mcp.usage`, when OBSIDIAN_USAGE_LOG is on) records it.
 """
 
 import difflib
 import inspect
+import json
 import logging
+import time
 from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime
 from typing import Any, cast
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
+from mcp.types import (
+    SERVER_INFO_META_KEY,
+    CallToolResult,
+    Icon,
+    InputRequiredResult,
+    ListToolsResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from obsidian_mcp.limits import excerpt, lone_surrogate_at
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.stdio import SurrogateTolerantReader, stdio_server
+from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.usage.facts import CallFacts, collecting
+from obsidian_mcp.usage.log import UsageRecorder
+from obsidian_mcp.usage.record import UNKNOWN_TOOL, ToolCall
 from obsidian_mcp.validation import Schema, describe_invalid_arguments
 
 logger = logging.getLogger(__name__)
@@ -158,6 +175,40 @@ def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
     return next((hit for key, value in arguments.items() if (hit := find(value, key))), None)
 
 
+class ArgumentsRefused(ToolError):
+    """Arguments refused before the tool ran; `kind` names why, for the usage log."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def error_kind(exc: BaseException) -> str:
+    """What kind of failure a tool call ended in, as the usage log counts them: the
+    domain's own error class (NoteNotFound, ObsidianUnreachable...) where there is one."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__
+    if isinstance(exc, ArgumentsRefused):
+        return exc.kind
+    if any(isinstance(link, UnexpectedToolError) for link in chain):
+        return "internal_error"
+    if any(isinstance(link, ValidationError) for link in chain):
+        return "invalid_arguments"
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    return type(chain[-1]).__name__ if len(chain) > 1 else "tool_error"
+
+
+def reply_text(result: CallToolResult | InputRequiredResult) -> str:
+    """The text the model reads of a tool's result."""
+    if not isinstance(result, CallToolResult):
+        return ""
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
 def crash_message(tool: str, cause: BaseException | None) -> str:
     kind = type(cause).__name__ if cause is not None else "unknown"
     return (
@@ -176,9 +227,12 @@ class VaultServer(MCPServer[AppState]):
     `compact_annotations`). Clients send the definitions with every request, so each
     character is paid for many times in every session."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, usage: UsageRecorder | None = None, **kwargs: Any) -> None:
         # Each tool's schema with every bound, for the messages of refused arguments.
         self._schemas: dict[str, Schema] = {}
+        # The usage log (None: off), and the tool list's tokens it puts on each line.
+        self._usage = usage
+        self._definitions_tokens: int | None = None
         super().__init__(*args, **kwargs)
 
     def add_tool(  # the SDK's signature; the definition it registers is compacted
@@ -231,17 +285,67 @@ class VaultServer(MCPServer[AppState]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        """Every tool call passes here: the one place the usage log hears of them."""
+        usage = self._usage
+        if usage is None:
+            return await self._checked_call(name, arguments, context)
+        definitions = await self._definitions()
+        started, clock = datetime.now(UTC), time.perf_counter()
+
+        def log(facts: CallFacts, reply: str, error: str | None) -> None:
+            known = self._tool_manager.get_tool(name) is not None
+            parameters = self.full_schema(name).get("properties", {})
+            usage.record(
+                ToolCall(
+                    tool=name if known else UNKNOWN_TOOL,
+                    arguments=arguments,
+                    parameters=cast(dict[str, Schema], parameters),
+                    started=started,
+                    seconds=time.perf_counter() - clock,
+                    reply=reply,
+                    error=error if known or error is None else "unknown_tool",
+                    facts=facts,
+                    definitions_tokens=definitions,
+                )
+            )
+
+        with collecting() as facts:
+            try:
+                result = await self._checked_call(name, arguments, context)
+            except BaseException as exc:
+                log(facts, str(exc), error_kind(exc))
+                raise
+        failed = isinstance(result, CallToolResult) and result.is_error
+        log(facts, reply_text(result), "tool_error" if failed else None)
+        return result
+
+    async def _definitions(self) -> int:
+        """Tokens of the tool list and instructions a client sends with every request,
+        counted as `bench.definitions` counts them (once: the list is fixed at build). The
+        list is the one a current client receives, the SDK's server-identity stamp included."""
+        if self._definitions_tokens is None:
+            stamp = {SERVER_INFO_META_KEY: self._lowlevel_server.server_info_stamp}
+            listed = ListToolsResult(tools=await self.list_tools(), _meta=stamp)
+            dumped = listed.model_dump(by_alias=True, mode="json", exclude_none=True)
+            characters = json.dumps(dumped) + (self.instructions or "")
+            self._definitions_tokens = estimate_tokens(characters)
+        return self._definitions_tokens
+
+    async def _checked_call(
+        self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
+    ) -> CallToolResult | InputRequiredResult:
         schema = self.full_schema(name)
         known = list(cast(Schema, schema.get("properties", {})))
         unknown = [key for key in arguments if key not in known]
         if schema and unknown:
-            raise ToolError(unknown_arguments(name, unknown, known))
+            raise ArgumentsRefused(unknown_arguments(name, unknown, known), "unknown_arguments")
         surrogate_in = _lone_surrogate(arguments)
         if surrogate_in is not None:
-            raise ToolError(
+            raise ArgumentsRefused(
                 f"{surrogate_in} contains half of a UTF-16 surrogate pair (a lone \\ud800-"
                 "\\udfff), which is not text; remove it, or send the whole character it was "
-                "part of."
+                "part of.",
+                "invalid_arguments",
             )
         try:
             return await super().call_tool(name, arguments, context)

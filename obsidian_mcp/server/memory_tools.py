@@ -38,6 +38,7 @@ from obsidian_mcp.server.common import (
     to_json,
     tool_errors,
 )
+from obsidian_mcp.usage.facts import returned
 
 # Writes one line to the agent's own memory file and never touches notes. Idempotent: the
 # same content with the same tags is stored once, and a repeat returns the same id.
@@ -183,6 +184,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 scope=scope,
                 include_superseded=include_superseded,
             )
+        returned(recall)
         budget = max_tokens or state.settings.max_tokens
         if format == "json":
             return to_json(recall_data(recall, budget))

@@ -34,6 +34,7 @@ from obsidian_mcp.server.common import (
     tool_errors,
 )
 from obsidian_mcp.text.wording import plural
+from obsidian_mcp.usage.facts import returned
 
 NotePath = Annotated[
     str,
@@ -221,6 +222,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
                 offset=offset,
                 max_chars=max_chars or state.settings.read_max_chars,
             )
+        returned(window)
         return to_json(window) if format == "json" else format_window(window)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
@@ -231,6 +233,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         with each section's tokens."""
         with tool_errors():
             outline = await reading.peek_note(app_state(ctx).require().vault, path)
+        returned(outline)
         return to_json(outline) if format == "json" else format_outline(outline)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
@@ -269,6 +272,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         folder, no text."""
         with tool_errors():
             result = await reading.search_map(app_state(ctx).require().vault, query, folder)
+        returned(result)
         return to_json(result) if format == "json" else format_search_map(result)
 
     @mcp.tool(annotations=APPEND_ONLY, structured_output=False)

@@ -30,6 +30,7 @@ from obsidian_mcp.server.common import (
     to_json,
     tool_errors,
 )
+from obsidian_mcp.usage.facts import returned
 
 
 def json_quick_context(context: QuickContext) -> str:
@@ -45,6 +46,7 @@ def _retriever(ctx: Context[AppState]) -> Retriever:
 
 
 def _render_search(result: SearchResult, *, format: str, concise: bool) -> str:
+    returned(result)
     if format == "json":
         return to_json(search_data(result, concise=concise))
     return format_search(result, concise=concise)
@@ -142,6 +144,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             related = await find_related(
                 _retriever(ctx), path, limit=limit, progress=_progress(ctx)
             )
+        returned(related)
         if format == "json":
             return to_json(related_data(related, concise=concise))
         return format_related(related, concise=concise)
@@ -166,6 +169,9 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             context = await quick_context(
                 _retriever(ctx), topic, max_tokens=max_tokens, progress=_progress(ctx)
             )
+        render = json_quick_context if format == "json" else format_quick_context
+        shown = within_budget(context, render)
+        returned(shown)
         if format == "json":
-            return to_json(quick_context_data(within_budget(context, json_quick_context)))
-        return format_quick_context(within_budget(context, format_quick_context))
+            return to_json(quick_context_data(shown))
+        return format_quick_context(shown)
