@@ -86,6 +86,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 folder=folder,
                 max_tokens=max_tokens,
                 include_context=include_context,
+                concise=concise,
                 progress=_progress(ctx),
             )
         return _render_search(result, format=format, concise=concise)
@@ -119,6 +120,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 snippet_length=snippet_length,
                 folder=folder,
                 max_tokens=max_tokens,
+                concise=concise,
                 progress=_progress(ctx),
             )
         return _render_search(result, format=format, concise=concise)
