@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from bench.candidate_recall import environment
-from bench.harness import REPO_ROOT, load_questions, markdown_table, server_env
+from bench.harness import REPO_ROOT, load_questions, markdown_table
+from bench.tune import built_retriever
 from bench.vaults import VAULTS, DevVault
-from obsidian_mcp.config import Settings
 from obsidian_mcp.retrieval import strength
-from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
-from obsidian_mcp.sources.rest import build_http_client
 
 OFF_VAULT = REPO_ROOT / "bench" / "off_vault_questions.jsonl"
 SWEEP = {
@@ -75,25 +71,11 @@ def probes(dev_vault: DevVault) -> list[Probe]:
 
 
 async def measure(dev_vault: DevVault, work: Path, *, meaning: bool) -> list[float | None]:
-    where = work / dev_vault.name
-    if not (where / "vault").exists():
-        shutil.copytree(dev_vault.vault, where / "vault")
-    env = server_env(vault=where / "vault", config_dir=where / "config", embeddings=meaning)
-    with environment(env):
-        settings = Settings()
     values: list[float | None] = []
-    async with build_http_client(settings) as http:
-        vault, note = await open_vault(settings, http)
-        if vault is None:
-            raise RuntimeError(note)
-        retriever = open_retriever(vault, settings, model_loader(settings))
-        try:
-            await retriever.build_index()
-            for probe in probes(dev_vault):
-                found = await retriever.ranked_passages(probe.question, folder=probe.folder)
-                values.append(found.strength.value if found.strength is not None else None)
-        finally:
-            retriever.close()
+    async with built_retriever(dev_vault, work, embeddings=meaning) as (retriever, _):
+        for probe in probes(dev_vault):
+            found = await retriever.ranked_passages(probe.question, folder=probe.folder)
+            values.append(found.strength.value if found.strength is not None else None)
     return values
 
 

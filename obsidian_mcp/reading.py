@@ -112,6 +112,18 @@ def block_span(parsed: ParsedNote, reference: str) -> tuple[int, int]:
     return start, holding[-1].end if holding else len(parsed.content)
 
 
+def _window(text: str, offset: int, max_chars: int) -> tuple[int, int | None]:
+    """Where the window of `text` read from `offset` ends, and where the next one starts
+    (None: this one reaches the end)."""
+    if offset > len(text):
+        raise InvalidArgument(
+            f"offset {offset} is past the end ({len(text)} characters) of the text; "
+            "start again from offset 0."
+        )
+    end = window_end(text, offset, max_chars)
+    return end, end if end < len(text) else None
+
+
 def _section_label(section: Section) -> str:
     return " > ".join(section.path)
 
@@ -169,12 +181,7 @@ async def _pdf_window(
         )
     file, pdf = await attachment_text(vault, path)
     text = pdf.text
-    if offset > len(text):
-        raise InvalidArgument(
-            f"offset {offset} is past the end ({len(text)} characters) of the text; "
-            "start again from offset 0."
-        )
-    end = window_end(text, offset, max_chars)
+    end, next_offset = _window(text, offset, max_chars)
     return NoteWindow(
         path=file.path,
         title=pdf.title or posixpath.basename(file.path),
@@ -187,7 +194,7 @@ async def _pdf_window(
         end=end,
         total_chars=len(text),
         text=text[offset:end],
-        next_offset=end if end < len(text) else None,
+        next_offset=next_offset,
         version="",
         extracted=_pdf_source(pdf),
     )
@@ -217,12 +224,7 @@ async def read_note_window(
             )
         start, stop, label = section.start, section.subtree_end, _section_label(section)
     selected = note.content[start:stop]
-    if offset > len(selected):
-        raise InvalidArgument(
-            f"offset {offset} is past the end ({len(selected)} characters) of the text; "
-            "start again from offset 0."
-        )
-    end = window_end(selected, offset, max_chars)
+    end, next_offset = _window(selected, offset, max_chars)
     return NoteWindow(
         path=note.path,
         title=parsed.title,
@@ -234,7 +236,7 @@ async def read_note_window(
         end=end,
         total_chars=len(selected),
         text=selected[offset:end],
-        next_offset=end if end < len(selected) else None,
+        next_offset=next_offset,
         version=vault.handed_out(note.content),
     )
 

@@ -11,7 +11,7 @@ from mcp import Client
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings, rest_settings
 from tests.standin.process import StandinProcess
-from tests.test_read_tools import text_of
+from tests.test_read_tools import answers
 
 
 def pdf_with(pages: list[str], *, binary: bool = True) -> bytes:
@@ -76,14 +76,6 @@ CALLS: list[tuple[str, dict[str, object]]] = [
 ]
 
 
-async def replies(client: Client) -> list[tuple[bool, str]]:
-    found: list[tuple[bool, str]] = []
-    for tool, arguments in CALLS:
-        result = await client.call_tool(tool, arguments)
-        found.append((result.is_error, text_of(result)))
-    return found
-
-
 @pytest.mark.anyio
 async def test_a_pdf_is_read_as_its_text_and_other_attachments_are_named(
     vault: Path, tmp_path: Path
@@ -91,7 +83,7 @@ async def test_a_pdf_is_read_as_its_text_and_other_attachments_are_named(
     async with Client(build_server(folder_settings(vault, tmp_path / "config"))) as client:
         (
             whole, window, plain, outline, heading, damaged, image, audio, missing
-        ) = await replies(client)
+        ) = await answers(client, CALLS)
     assert not whole[0]
     assert whole[1].splitlines()[1] == (
         "chars 0-91 of 91 · text extracted from a PDF of 2 pages (not its layout)"
@@ -117,8 +109,8 @@ async def test_the_stand_in_gives_the_same_replies(
     vault: Path, tmp_path: Path
 ) -> None:
     async with Client(build_server(folder_settings(vault, tmp_path / "config"))) as client:
-        from_folder = await replies(client)
+        from_folder = await answers(client, CALLS)
     with StandinProcess(vault, plugin_version="5.1.0") as standin:
         async with Client(build_server(rest_settings(standin, tmp_path / "rest"))) as client:
-            from_rest = await replies(client)
+            from_rest = await answers(client, CALLS)
     assert from_rest == from_folder

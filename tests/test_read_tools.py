@@ -48,9 +48,12 @@ def text_of(result: object) -> str:
     return "\n".join(block.text for block in content if isinstance(block, TextContent))
 
 
-async def answers(client: Client) -> list[tuple[bool, str]]:
+async def answers(
+    client: Client, calls: list[tuple[str, dict[str, object]]] = READ_CALLS
+) -> list[tuple[bool, str]]:
+    """Whether each call failed, and its text."""
     results: list[tuple[bool, str]] = []
-    for name, arguments in READ_CALLS:
+    for name, arguments in calls:
         result = await client.call_tool(name, arguments)
         results.append((result.is_error, text_of(result)))
     return results
