@@ -72,11 +72,15 @@ class PdfText:
     title: str
 
 
-@lru_cache(maxsize=8)
+# PDFs whose text is kept: an agent reads a long one window by window, a call each, and
+# the file is parsed once; a cached PDF keeps its bytes (the key) in memory, so only two.
+_PDFS_KEPT = 2
+
+
+@lru_cache(maxsize=_PDFS_KEPT)
 def pdf_text(data: bytes) -> PdfText:
-    """The text pypdf extracts from a PDF's pages (an agent reads a long one window by
-    window, each window a call: the file is parsed once). Raises ValueError with the
-    reason when the file cannot be read."""
+    """The text pypdf extracts from a PDF's pages. Raises ValueError with the reason when
+    the file cannot be read."""
     with warnings.catch_warnings():
         # pypdf warns about every odd object of a real-world PDF; what it could read is
         # what the agent gets.
