@@ -701,10 +701,12 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
 @pytest.mark.anyio
 async def test_notes_read_by_a_question_that_stopped_waiting_are_kept(tmp_path: Path) -> None:
     retriever, _ = slow_retriever(tmp_path, read_wait=0.7)
-    # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each).
+    # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each;
+    # fewer on a busy machine, never all 40: at least 1.5 s of sleeps).
     await retriever.semantic_query("harbour ledger", limit=3)
-    assert retriever.corpus.unread == 40 - 16
-    assert IndexStore(retriever.corpus.store.path).stats().notes == 16
+    stored = IndexStore(retriever.corpus.store.path).stats().notes
+    assert 0 < stored < 40
+    assert retriever.corpus.unread == 40 - stored
     retriever.close()
 
 

@@ -223,6 +223,7 @@ async def test_folder_scopes_results(folder_client: Client) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.timeout(900)  # the meaning wait's bound below, and the rest of the test
 async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> None:
     events: ProgressEvents = []
 
