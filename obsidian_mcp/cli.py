@@ -8,11 +8,13 @@ stdout is the MCP channel under `serve`, so everything else goes to stderr; `cal
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 from mcp import Client
@@ -21,7 +23,13 @@ from pydantic import ValidationError
 
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings
-from obsidian_mcp.doctor import download_certificate, fingerprint, run_checks, store_certificate
+from obsidian_mcp.doctor import (
+    describe_index,
+    download_certificate,
+    fingerprint,
+    run_checks,
+    store_certificate,
+)
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.http_transport import (
     DEFAULT_HOST,
@@ -30,9 +38,11 @@ from obsidian_mcp.http_transport import (
     is_loopback,
     serve_http,
 )
+from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
-from obsidian_mcp.memory.model import encode
+from obsidian_mcp.memory.model import Tombstone, encode
 from obsidian_mcp.memory.render import format_memory
+from obsidian_mcp.memory.store import UnknownMemoryId
 from obsidian_mcp.memory.timespec import parse_moment
 from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
@@ -66,14 +76,34 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
     return settings, problem
 
 
-def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
-    arguments: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
+def _argument_pairs(pairs: Sequence[str]) -> list[tuple[str, str]]:
+    split = [pair.partition("=") for pair in pairs]
+    for pair, (key, sep, _) in zip(pairs, split, strict=True):
         if not sep or not key:
             raise SystemExit(f"obsidian-mcp call: expected key=value, got {pair!r}")
+    return [(key, raw) for key, _, raw in split]
+
+
+def is_text_parameter(spec: dict[str, object]) -> bool:
+    """Whether a parameter of a listed tool schema takes text: a string, or one of a few
+    words (an enum of strings)."""
+    choices = spec.get("enum")
+    if isinstance(choices, list):
+        return all(isinstance(choice, str) for choice in cast(list[object], choices))
+    return spec.get("type") == "string"
+
+
+def tool_arguments(pairs: Sequence[tuple[str, str]], schema: dict[str, Any]) -> dict[str, object]:
+    """key=value pairs as the tool's arguments: a text parameter gets the text typed
+    (`content=null` is the word null); any other value is read as JSON (numbers, booleans,
+    lists), or else passed as the text typed."""
+    properties = cast(dict[str, dict[str, object]], schema.get("properties", {}))
+    arguments: dict[str, object] = {}
+    for key, raw in pairs:
+        if is_text_parameter(properties.get(key, {})):
+            arguments[key] = raw
+            continue
         try:
-            # Numbers, booleans, lists and null as JSON; anything else is a string.
             arguments[key] = json.loads(raw)
         except json.JSONDecodeError:
             arguments[key] = raw
@@ -81,7 +111,7 @@ def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
 
 
 async def _call(
-    settings: Settings, tool: str, arguments: dict[str, object], problem: str | None
+    settings: Settings, tool: str, pairs: list[tuple[str, str]], problem: str | None
 ) -> int:
     # One call is the whole life of this server, too short for the background build: a tool
     # that ranks by meaning brings the index up to date first (with a progress bar, once;
@@ -90,18 +120,19 @@ async def _call(
         problem is None
         and tool in _MEANING_TOOLS
         and settings.index_embeddings
-        and await _refresh_index(settings) is None
+        and not await _refresh_index(settings)
     ):
         return 1
     async with Client(build_server(settings, configuration_error=problem)) as client:
-        names = sorted(t.name for t in (await client.list_tools()).tools)
-        if tool not in names:
+        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        if tool not in schemas:
             print(
-                f"obsidian-mcp call: no tool named {tool!r}. The tools are: " + ", ".join(names),
+                f"obsidian-mcp call: no tool named {tool!r}. The tools are: "
+                + ", ".join(sorted(schemas)),
                 file=sys.stderr,
             )
             return 2
-        result = await client.call_tool(tool, arguments)
+        result = await client.call_tool(tool, tool_arguments(pairs, schemas[tool]))
     for block in result.content:
         if isinstance(block, TextContent):
             print(block.text)
@@ -150,31 +181,27 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-async def _refresh_index(settings: Settings) -> dict[str, object] | None:
-    """Bring the vault's passage index up to date, with a progress bar on stderr; its
-    status, or None (with the reason on stderr) when no vault is configured."""
+async def _refresh_index(settings: Settings) -> bool:
+    """Bring the vault's passage index up to date, with a progress bar on stderr; False
+    (with the reason on stderr) when no vault is configured."""
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
             print(f"No vault to index: {note}", file=sys.stderr)
-            return None
+            return False
         retriever = open_retriever(vault, settings, model_loader(settings))
         try:
             await retriever.build_index(ProgressBar())
-            return retriever.index_status()
+            return True
         finally:
             retriever.close()
 
 
 async def _index(settings: Settings) -> int:
-    status = await _refresh_index(settings)
-    if status is None:
+    if not await _refresh_index(settings):
         return 1
-    print(
-        f"passage index {status['path']}: {status['notes']} notes, {status['passages']} "
-        f"passages, {status['embedded_passages']} with vectors ({status['model']}), "
-        f"{int(str(status['bytes_on_disk'])) / 1e6:.1f} MB"
-    )
+    # Said once the index is closed (its write-ahead log folded in), as doctor says it.
+    print(f"passage index {describe_index(index_path(settings))}")
     return 0
 
 
@@ -189,6 +216,9 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
         try:
             if args.memory_command == "forget":
                 forgotten = await store.forget(args.id)
+                if isinstance(forgotten, Tombstone):
+                    print(f"{forgotten.id} was already forgotten; nothing changed.")
+                    return 0
                 print(f"Forgot {forgotten.id}: {forgotten.content}")
                 await store.write_view()
                 return 0
@@ -205,6 +235,13 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
             print(f"{len(shown)} memories; the page {store.files.view} shows them by scope "
                   "and tag.", file=sys.stderr)
             return 0
+        except UnknownMemoryId as exc:
+            print(
+                f"obsidian-mcp memory: no memory has the id {exc.memory_id!r}; `obsidian-mcp "
+                "memory list` shows the ids (with --all, superseded ones too).",
+                file=sys.stderr,
+            )
+            return 1
         except VaultError as exc:
             print(f"obsidian-mcp memory: {exc}", file=sys.stderr)
             return 1
@@ -402,6 +439,10 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("id", help="the memory's id, as list shows it")
     export = memory_commands.add_parser("export", help="current memories as JSON lines")
     export.add_argument("--all", action="store_true", help="superseded memories too")
+    for command in (listing, forget, export):
+        # `memory list --vault V` as well as `memory --vault V list`, like every command;
+        # no default here, or it would undo a --vault given before the subcommand.
+        command.add_argument("--vault", type=Path, default=argparse.SUPPRESS, help=vault_help)
 
     stats = commands.add_parser(
         "stats",
@@ -435,8 +476,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line; `call`'s key=value pairs may come before or after its options
+    (`call vault_tree --vault V depth=1`)."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and (args.command != "call" or any(item.startswith("-") for item in extra)):
+        parser.parse_args(argv)  # exits, naming what it did not recognise
+    if extra:
+        args.arguments = [*args.arguments, *extra]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     vault: Path | None = getattr(args, "vault", None)
@@ -451,18 +504,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if problem is not None and args.command != "call":
         raise SystemExit(f"obsidian-mcp: the environment's settings are invalid: {problem}")
-    if args.command == "call":
-        code = anyio.run(_call, settings, args.tool, _tool_arguments(args.arguments), problem)
-    elif args.command == "index":
-        code = anyio.run(_index, settings)
-    elif args.command == "doctor":
-        code = anyio.run(_doctor, settings)
-    elif args.command == "memory":
-        code = anyio.run(_memory, settings, args)
-    elif args.command == "model":
-        code = _fetch(settings, args.name)
-    elif args.command == "stats":
-        code = _stats(settings, args)
-    else:
-        code = anyio.run(_trust, settings, args.yes)
+    try:
+        code = _run(args, settings, problem)
+    except BrokenPipeError:
+        # The reader stopped reading (`memory export | head -3`): it has what it wanted.
+        # stdout goes nowhere from here, so the exit's own flush finds no closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     sys.exit(code)
+
+
+def _run(args: argparse.Namespace, settings: Settings, problem: str | None) -> int:
+    if args.command == "call":
+        return anyio.run(_call, settings, args.tool, _argument_pairs(args.arguments), problem)
+    if args.command == "index":
+        return anyio.run(_index, settings)
+    if args.command == "doctor":
+        return anyio.run(_doctor, settings)
+    if args.command == "memory":
+        return anyio.run(_memory, settings, args)
+    if args.command == "model":
+        return _fetch(settings, args.name)
+    if args.command == "stats":
+        return _stats(settings, args)
+    return anyio.run(_trust, settings, args.yes)

@@ -35,7 +35,9 @@ SECTIONS = (
 )
 
 
-@pytest.mark.timeout(600)
+# Bounds against a hang, not deadlines: beside the other tests on a busy 2-core machine
+# the quick run took over 9 minutes.
+@pytest.mark.timeout(1260)
 def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
     out, cache = tmp_path / "report", tmp_path / "cache"
     done = subprocess.run(
@@ -43,7 +45,7 @@ def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=540,
+        timeout=1200,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]

@@ -46,12 +46,21 @@ from obsidian_mcp.retrieval.packing import (
     FileContext,
     PassageHit,
     SearchResult,
+    by_score,
     group_by_file,
     pack,
 )
-from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
+from obsidian_mcp.retrieval.render import (
+    concise_group_cost,
+    concise_passage_cost,
+    format_search,
+    frame_tokens,
+    group_cost,
+    passage_cost,
+)
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.retrieval.stages import Stages
+from obsidian_mcp.retrieval.strength import MatchStrength, match_strength
 from obsidian_mcp.text.markdown import gist
 from obsidian_mcp.text.snippets import snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -194,7 +203,9 @@ class Retriever:
             done += count
             if progress is not None:
                 report = progress  # narrowed for the closure below
-                message = f"embedded {done:,} of {total:,} passages"
+                # A long passage is embedded as several windows of its sentences
+                # (`corpus.embedding_texts`): what is counted here is windows.
+                message = f"embedded {done:,} of {total:,} passage windows"
 
                 async def notify() -> None:
                     await report(done, total, message)
@@ -265,6 +276,12 @@ class Retriever:
             report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
+        index = self.corpus.index
+        own_terms = [(t, index.idf(t)) for t in dict.fromkeys(query_terms(query))]
+        found = replace(
+            found,
+            strength=match_strength(self.corpus, candidates, self.candidates.vectors, own_terms),
+        )
         waited = anyio.current_time() - gathering
         if meaning_wait and waited >= _WAIT_WORTH_SAYING_SECONDS:
             built = f"waited {waited:.0f} s for the meaning index: first question only"
@@ -287,6 +304,7 @@ class Retriever:
         folder: str = "",
         max_tokens: int | None = None,
         include_context: bool = True,
+        concise: bool = False,
         progress: ProgressCallback | None = None,
     ) -> SearchResult:
         if not query.strip():
@@ -320,6 +338,8 @@ class Retriever:
             include_context=include_context,
             total_passages=found.total,
             total_files=len({self.corpus.chunk(c).path for c, _ in found.ranked}),
+            strength=found.strength,
+            concise=concise,
         )
 
     def _richest_passage(
@@ -353,8 +373,11 @@ class Retriever:
         total_passages: int,
         total_files: int,
         matches: dict[str, int] | None = None,
+        strength: MatchStrength | None = None,
+        concise: bool = False,
     ) -> SearchResult:
-        """Stage 4, packing: the best passages that fit the budget, grouped by note."""
+        """Stage 4, packing: the best passages that fit the budget, grouped by note, at what
+        each costs as it will be shown (`concise`: a line per note, no text)."""
         contexts: dict[str, FileContext] = {}
         for path in dict.fromkeys(hit.path for hit in hits):
             record = self.corpus.record(path)
@@ -379,7 +402,8 @@ class Retriever:
                 max_tokens=budget,
                 total_passages=max(total_passages, len(chosen)),
                 total_files=max(total_files, len(groups)),
-                over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
+                over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
+                strength=strength,
             )
 
         # The first line and footer are paid for first, at their longest (three passages
@@ -389,12 +413,14 @@ class Retriever:
             candidates,
             limit=limit,
             budget=max(budget - frame, 0),
-            passage_cost=passage_cost,
-            group_cost=lambda path: group_cost(contexts[path]),
+            passage_cost=concise_passage_cost if concise else passage_cost,
+            group_cost=lambda path: (concise_group_cost if concise else group_cost)(
+                contexts[path]
+            ),
         )
         chosen = list(packing.chosen)
         result = build(chosen, packing.over_budget)
-        while chosen and estimate_tokens(format_search(result)) > budget:
+        while chosen and estimate_tokens(format_search(result, concise=concise)) > budget:
             # Estimates of the frame can be off by a few tokens; the budget is a promise.
             chosen.pop()
             result = build(chosen, packing.over_budget)
@@ -455,6 +481,7 @@ class Retriever:
         snippet_length: int,
         folder: str = "",
         max_tokens: int | None = None,
+        concise: bool = False,
         progress: ProgressCallback | None = None,
     ) -> SearchResult:
         needles = parse_needles(query)
@@ -501,4 +528,5 @@ class Retriever:
             total_passages=sum(matches.values()),
             total_files=len(found),
             matches=matches,
+            concise=concise,
         )

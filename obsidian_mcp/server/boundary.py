@@ -14,17 +14,22 @@ import inspect
 import json
 import logging
 import time
+import types
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 import anyio
+from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import (
+    INVALID_PARAMS,
     SERVER_INFO_META_KEY,
     CallToolResult,
+    GetPromptResult,
     Icon,
     InputRequiredResult,
     ListToolsResult,
@@ -156,6 +161,14 @@ def unknown_arguments(tool: str, unknown: Sequence[str], known: Sequence[str]) -
     return f"{tool} has no {noun} {shown}; {takes}"
 
 
+def unknown_tool(name: str, tools: Sequence[str]) -> str:
+    """The refusal of a tool this server does not have, with the closest name and the list
+    (a client may have cached an old list, or the model misspelt one)."""
+    guess = difflib.get_close_matches(name, tools, n=1)
+    maybe = f" (did you mean {guess[0]!r}?)" if guess else ""
+    return f"No tool named {excerpt(name)}{maybe}; the tools are: {', '.join(tools)}."
+
+
 def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
     """The first argument holding a lone surrogate, named as the model wrote it."""
 
@@ -219,6 +232,44 @@ def crash_message(tool: str, cause: BaseException | None) -> str:
     )
 
 
+def is_text(annotation: object) -> bool:
+    """Whether a parameter takes text and nothing a JSON string could stand for: `str`,
+    optional or not, or a choice of words (`Literal["markdown", "json"]`)."""
+    if annotation is str or annotation is type(None):
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return all(isinstance(value, str) for value in get_args(annotation))
+    if origin is Union or origin is types.UnionType:
+        return all(is_text(option) for option in get_args(annotation))
+    return False
+
+
+class TextAsSent(FuncMetadata):
+    """A tool's argument handling with the SDK's JSON pre-parsing left to the parameters
+    that are not text: a text parameter receives the characters the client sent ("null",
+    "true", '["a", "b"]' included); a list parameter still accepts a JSON string (Claude
+    Desktop sends lists that way)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        fields = self.arg_model.model_fields
+        text = {
+            key
+            for name, info in fields.items()
+            if is_text(info.annotation)
+            for key in (name, info.alias)
+            if key is not None
+        }
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
+        return {key: data[key] if key in text else parsed[key] for key in data}
+
+    @classmethod
+    def of(cls, metadata: FuncMetadata) -> "TextAsSent":
+        """The same metadata (argument model, output schema) with text delivered as sent.
+        Every field is carried over: `FuncMetadata.model_fields` is what the SDK defines."""
+        return cls(**{name: getattr(metadata, name) for name in FuncMetadata.model_fields})
+
+
 class VaultServer(MCPServer[AppState]):
     """MCPServer whose failed calls always end with a sentence the model can act on, and
     whose tool definitions carry nothing a client could do without: descriptions are
@@ -258,6 +309,7 @@ class VaultServer(MCPServer[AppState]):
         )
         tool = self._tool_manager.get_tool(name or fn.__name__)
         if tool is not None:
+            tool.fn_metadata = TextAsSent.of(tool.fn_metadata)
             compact = compact_schema(tool.parameters)
             # Error messages quote every bound; the listing leaves abuse limits out.
             self._schemas[tool.name] = compact
@@ -268,6 +320,7 @@ class VaultServer(MCPServer[AppState]):
         for tool in self._tool_manager.list_tools():
             if tool.name not in names:
                 self.remove_tool(tool.name)
+                del self._schemas[tool.name]
 
     async def run_stdio_async(self) -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -281,6 +334,32 @@ class VaultServer(MCPServer[AppState]):
         """A tool's input schema with every bound, the abuse limits the listing leaves out
         included; {} for a tool it does not have."""
         return self._schemas.get(name, {})
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt, or a refusal that says what to send: the SDK answers a missing argument
+        with "Missing required arguments: {'work'}" and an unknown prompt by its name alone."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = [p.name for p in self._prompt_manager.list_prompts()]
+            raise MCPError(INVALID_PARAMS, f"No prompt named {excerpt(name)}; the prompts: "
+                           + ", ".join(known) + ".")
+        missing = [
+            argument
+            for argument in prompt.arguments or []
+            if argument.required and argument.name not in (arguments or {})
+        ]
+        if missing:
+            needs = "; ".join(
+                f"{argument.name} ({(argument.description or 'text').rstrip('.')})"
+                for argument in missing
+            )
+            raise MCPError(
+                INVALID_PARAMS,
+                f"The prompt {name} needs {needs}. Send it in the arguments of prompts/get.",
+            )
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
@@ -335,6 +414,8 @@ class VaultServer(MCPServer[AppState]):
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         schema = self.full_schema(name)
+        if not schema:
+            raise ToolError(unknown_tool(name, sorted(self._schemas)))
         known = list(cast(Schema, schema.get("properties", {})))
         unknown = [key for key in arguments if key not in known]
         if schema and unknown:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from obsidian_mcp.errors import FileSystemFailure, VaultError
 from obsidian_mcp.server.app import AppState
@@ -26,6 +26,16 @@ APPEND_ONLY = ToolAnnotations(
 OutputFormat = Literal["markdown", "json"]
 # Its meaning and default are in the server's instructions, once for the four tools.
 MaxTokens = Annotated[int | None, Field(ge=100, le=20_000)]
+
+
+def _one_as_list(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+# On a list parameter, after its Field (else pydantic lists the bound as maxLength): one
+# text given alone is the list of it (`tags="debt"` is `tags=["debt"]`, what the model
+# meant); the schema still says list.
+OneOrMore = BeforeValidator(_one_as_list)
 
 
 def app_state(ctx: Context[AppState]) -> AppState:

@@ -88,6 +88,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 folder=folder,
                 max_tokens=max_tokens,
                 include_context=include_context,
+                concise=concise,
                 progress=_progress(ctx),
             )
         return _render_search(result, format=format, concise=concise)
@@ -121,6 +122,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 snippet_length=snippet_length,
                 folder=folder,
                 max_tokens=max_tokens,
+                concise=concise,
                 progress=_progress(ctx),
             )
         return _render_search(result, format=format, concise=concise)
