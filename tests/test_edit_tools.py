@@ -163,6 +163,9 @@ async def test_a_note_the_user_is_typing_in_waits_unless_forced(
             "target": "Contacts",
             "content": "- agent",
         }
+        # The user's save "a moment ago" is dated now, at the call, not at the test's start:
+        # a busy machine starts a server in more than the 5 s a save counts as typing.
+        os.utime(note)
         typing = await client.call_tool("vault_edit_note", arguments)
         assert typing.is_error and "could be typing" in text_of(typing)
         forced = await client.call_tool("vault_edit_note", {**arguments, "force": True})
@@ -260,14 +263,17 @@ async def test_through_obsidian_only_the_open_note_waits(
     }
     with StandinProcess(vault_copy, plugin_version=version) as process:
         async with Client(build_server(rest_settings(process, tmp_path))) as client:
+            os.utime(note)  # a moment ago is at the call (see the test above)
             alone = await client.call_tool("vault_edit_note", {**arguments, "force": True})
             assert alone.is_error and "even with force" in text_of(alone)
         settings = rest_settings(process, tmp_path, vault_path=vault_copy)
         async with Client(build_server(settings)) as client:
             process.set_active(HANDOVER)
+            os.utime(note)
             open_note = await client.call_tool("vault_edit_note", arguments)
             assert open_note.is_error and "could be typing" in text_of(open_note)
             process.set_active("Dev/Architecture.md")
+            os.utime(note)
             elsewhere = await client.call_tool("vault_edit_note", arguments)
             assert not elsewhere.is_error, text_of(elsewhere)
     assert "- agent" in note.read_text("utf-8") and "Just typed." in note.read_text("utf-8")

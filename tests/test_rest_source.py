@@ -3,8 +3,11 @@
 import logging
 from pathlib import Path
 
+import anyio
+import anyio.abc
 import pytest
 
+from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import (
     AuthRejected,
     CertificateUntrusted,
@@ -121,3 +124,34 @@ async def test_smart_search_unavailable_is_asked_once(tmp_path: Path) -> None:
                 await rest.smart_search("anything", folders=None, limit=5)
             calls = {k: v for k, v in standin.stats()["by_route"].items() if "smart" in k}
     assert list(calls.values()) == [1], calls
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_during_the_handshake_closes_its_socket(tmp_path: Path) -> None:
+    """A listener that accepts and never answers the TLS handshake, as a hung Obsidian
+    does: the request is cancelled (a call's deadline), and the listener must see its
+    connection closed at once, not when the garbage collector finds the socket."""
+    closed = anyio.Event()
+
+    async def silent(peer: anyio.abc.SocketStream) -> None:
+        async with peer:
+            try:
+                while await peer.receive():
+                    pass  # the client's hello; never answered
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        closed.set()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    settings = Settings.model_validate(
+        {"api_key": "k", "port": port, "config_dir": tmp_path, "request_timeout": 30}
+    )
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, silent)
+        async with build_http_client(settings, verify=False) as http:
+            with anyio.move_on_after(0.5):
+                await http.get("/")
+            with anyio.fail_after(5):
+                await closed.wait()
+        group.cancel_scope.cancel()

@@ -42,6 +42,7 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.paths import is_markdown
 from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
 from obsidian_mcp.sources.folder import decode_text, looks_binary
+from obsidian_mcp.sources.handshake import handshake_safe_transport
 from obsidian_mcp.sources.swap import NoteChanged
 
 logger = logging.getLogger(__name__)
@@ -173,12 +174,13 @@ def build_http_client(
     headers: dict[str, str] = {}
     if settings.api_key is not None:
         headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    verification = tls_verification(settings) if verify is None else verify
     return httpx.AsyncClient(
         base_url=settings.base_url,
         headers=headers,
-        verify=tls_verification(settings) if verify is None else verify,
+        verify=verification,
         timeout=httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout),
-        transport=transport,
+        transport=transport or handshake_safe_transport(verification),
     )
 
 
