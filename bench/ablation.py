@@ -88,16 +88,17 @@ async def ablation(
     *,
     embeddings: bool = True,
     vault: DevVault = VAULTS[0],
+    smart: bool = True,
 ) -> dict[str, Any]:
     """Every configuration in every mode: {mode: {config: summary}}. Each mode's passage
     index is built first, so every configuration meets the same complete index (a build
     still running in the background would favour the configurations measured last).
     `embeddings=False` runs without the local model (the quick run). Only the fixture
     vault has the questions' vectors `/search/smart` needs: other vaults run the folder
-    mode alone."""
+    mode alone, as does `smart=False`."""
     config_dir = work / "config"
     results: dict[str, dict[str, Any]] = {}
-    if vault.name == VAULTS[0].name:
+    if smart and vault.name == VAULTS[0].name:
         with_env = copy_vault(work / "with-env" / "vault", vectors=True)
         results["smart"] = {}
         async with StandinProcess(

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.location import index_path
+from tests.conftest import seed_index
 from tests.fixture_vault import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
@@ -85,8 +87,17 @@ def externally_managed_python(root: Path) -> Path:
 
 
 @pytest.mark.timeout(900)
-def test_try_it_runs_verbatim_with_an_externally_managed_python(tmp_path: Path) -> None:
+def test_try_it_runs_verbatim_with_an_externally_managed_python(
+    tmp_path: Path, fixture_index: Path
+) -> None:
     clone = fresh_copy(tmp_path / "clone")
+    # The fixture vault's passage index as the session built it: a new user's first call
+    # waits while the model embeds the vault, which tests/test_cli.py and the session's
+    # own build cover; this test is about the install and the README's exact words.
+    seeded = index_path(
+        seed_index(Settings(vault_path=clone / "fixtures" / "vault"), fixture_index)
+    )
+    indexes = set(seeded.parent.glob("*.sqlite3"))
     python = externally_managed_python(tmp_path / "system-python")
     env = {
         k: v
@@ -117,6 +128,7 @@ def test_try_it_runs_verbatim_with_an_externally_managed_python(tmp_path: Path) 
     assert "## Sessions/Session 04 - The Lighthouse at Greyhook.md" in done.stdout
     assert "That's a promise" in done.stdout
     assert not (clone / "fixtures" / "vault" / "obsidian-mcp").exists()
+    assert set(seeded.parent.glob("*.sqlite3")) == indexes, "the command built an index of its own"
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
