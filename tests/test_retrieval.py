@@ -285,6 +285,9 @@ def test_the_hint_reads_the_best_passage_whose_section_has_more_than_the_reply()
         1.0,
     )
     assert reply(first_sentence, HISTORY).read_next == first_sentence
+    # Two passages that show a paragraph between them show it whole.
+    second_sentence = shown(COMPASS_PATH, "It settles on land.", ("Behaviour in play",), 0.95)
+    assert reply(first_sentence, second_sentence, HISTORY).read_next == HISTORY
 
 
 def test_the_hint_moves_to_another_note_when_the_best_is_shown_whole() -> None:

@@ -1,11 +1,12 @@
 # pyright: strict
 """Results as passages grouped by file, and greedy packing into a token budget."""
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from obsidian_mcp.retrieval.strength import MatchStrength
-from obsidian_mcp.text.markdown import ParsedNote, find_section
+from obsidian_mcp.text.markdown import ParsedNote
 from obsidian_mcp.text.snippets import sentence_spans
 from obsidian_mcp.text.tokens import estimate_tokens
 
@@ -153,14 +154,26 @@ def group_by_file(
     ]
 
 
-def read_span(parsed: ParsedNote, section: tuple[str, ...]) -> tuple[int, int] | None:
-    """What `vault_read_note` returns of the note for the heading path `section`, as
-    `reading.read_note_window` finds it: the whole note for none, else the section with
-    its subsections; None when the heading does not resolve."""
-    if not section:
+def read_span(parsed: ParsedNote, hit: PassageHit) -> tuple[int, int]:
+    """What `vault_read_note` returns of the note for the passage's heading path: the
+    whole note for none (the passage is above the first heading, or under a top heading
+    that only repeats the title), else the passage's section with its subsections."""
+    sections = parsed.sections
+    index = bisect_right(sections, hit.start, key=lambda section: section.start) - 1
+    if not hit.section or index < 0:
         return 0, len(parsed.content)
-    found = find_section(parsed, " > ".join(section))
-    return None if found is None else (found.start, found.subtree_end)
+    return sections[index].start, sections[index].subtree_end
+
+
+def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans merged where they touch or overlap, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def holds_unshown_text(
@@ -169,17 +182,21 @@ def holds_unshown_text(
     """Whether a block of the note's text within `span` (a paragraph, list, table...; not
     headings or frontmatter) has text outside the passages `shown` of that note."""
     content = parsed.content
-    covered = sorted((hit.start, hit.end) for hit in shown)
-    for block in parsed.paragraphs:
-        if block.start < span[0] or block.end > span[1]:
-            continue
+    covered = _union((hit.start, hit.end) for hit in shown)
+    covered_starts = [start for start, _ in covered]
+    blocks = parsed.paragraphs
+    for block in blocks[bisect_left(blocks, span[0], key=lambda block: block.start) :]:
+        if block.start >= span[1]:
+            break
         position = block.start
-        for start, end in covered:
-            if end <= position or start >= block.end:
+        for start, end in covered[max(bisect_right(covered_starts, position) - 1, 0) :]:
+            if start >= block.end:
+                break
+            if end <= position:
                 continue
             if content[position:start].strip():
                 return True
-            position = max(position, end)
+            position = end
         if content[position : block.end].strip():
             return True
     return False
@@ -195,21 +212,25 @@ def next_read(
     reply's order) whose read holds text the reply does not show. Reading a section already
     shown whole adds nothing, and the passages after the best are the next likeliest
     places for an answer the reply missed. None when every section is shown whole; the
-    best passage when the reply shows no text (`text_shown=False`, concise).
+    best passage when the reply shows no text (`text_shown=False`, concise). Where the
+    best passage's section holds more than the reply shows, the hint names it (issue 26.1).
 
-    Measured against naming the best passage whatever its read holds (python -m
-    bench.tune, dev questions of both development vaults, the first response and the
-    read its hint suggests): fixtures 69 of 84 either way, ledgerline 40 -> 41 of 53."""
+    Measured in one run against naming the best passage whatever its read holds
+    (`python -m bench.vaults --no-first-session`, within two calls, all questions):
+    fixtures 101 -> 102 of 126 (dev 69 either way), ledgerline 57 -> 58 of 80 (dev 40 ->
+    41); first responses unchanged, the passages shown are the same; median reply 745 ->
+    746 and 848 -> 850 tokens (the sections named are longer or other notes). Before issue
+    26 the hint read the first passage, in reading order, of the note fusion seated first:
+    103 and 58. The questions that rule answered and this one does not have a best passage
+    whose section holds more than the reply shows, so the hint names it by 26.1's rule."""
     shown = [hit for group in groups for hit in group.passages]
     if not text_shown:
         return next(iter(by_score(shown)), None)
     for hit in by_score(shown):
         parsed = parsed_of(hit.path)
-        span = None if parsed is None else read_span(parsed, hit.section)
-        if parsed is not None and span is not None:
-            of_note = [other for other in shown if other.path == hit.path]
-            if holds_unshown_text(parsed, span, of_note):
-                return hit
+        of_note = [other for other in shown if other.path == hit.path]
+        if parsed is not None and holds_unshown_text(parsed, read_span(parsed, hit), of_note):
+            return hit
     return None
 
 
