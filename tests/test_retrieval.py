@@ -237,6 +237,7 @@ def shown(path: str, text: str, section: tuple[str, ...], score: float) -> Passa
 
 
 def reply(*hits: PassageHit, concise: bool = False) -> SearchResult:
+    """A reply showing `hits`, given in the order fusion seated them."""
     contexts = {p: FileContext(p, NOTES[p].title, "", (), 100) for p in {h.path for h in hits}}
     groups = tuple(group_by_file(hits, contexts))
     return SearchResult(
@@ -251,7 +252,7 @@ def reply(*hits: PassageHit, concise: bool = False) -> SearchResult:
         total_passages=len(hits),
         total_files=len(groups),
         over_budget=(),
-        read_next=next_read(groups, NOTES.get, text_shown=not concise),
+        read_next=next_read(groups, hits, NOTES.get, text_shown=not concise),
     )
 
 
@@ -262,11 +263,19 @@ BEHAVIOUR = shown(
     ("Behaviour in play",),
     1.0,
 )
+# The best passage cut short of its section.
+BEHAVIOUR_CUT = shown(
+    COMPASS_PATH,
+    "The second needle spins when the holder stands in moving water.",
+    ("Behaviour in play",),
+    1.0,
+)
 HISTORY = shown(COMPASS_PATH, "Made in Vellmouth by an instrument maker.", ("History",), 0.9)
 ENGRAVING = shown(COMPASS_PATH, "COME HOME BY THE LOW ROAD.", ("History", "The engraving"), 0.8)
 INTRO = shown(
     COMPASS_PATH, "A brass compass with two needles. Rook bought it at the market.", (), 0.7
 )
+LANTERN_FIRST = shown("Items/Mira's Lantern.md", "The lantern burns fire-ink.", (), 0.6)
 
 
 def test_the_hint_reads_the_best_passage_whose_section_has_more_than_the_reply() -> None:
@@ -278,26 +287,28 @@ def test_the_hint_reads_the_best_passage_whose_section_has_more_than_the_reply()
     assert last == f"next: {read_call(COMPASS_PATH, ('History',))}"
     assert search_data(result)["next"] == [read_call(COMPASS_PATH, ("History",))]
     # A best passage cut from a longer section is read in full.
-    first_sentence = shown(
-        COMPASS_PATH,
-        "The second needle spins when the holder stands in moving water.",
-        ("Behaviour in play",),
-        1.0,
-    )
-    assert reply(first_sentence, HISTORY).read_next == first_sentence
+    assert reply(BEHAVIOUR_CUT, HISTORY).read_next == BEHAVIOUR_CUT
     # Two passages that show a paragraph between them show it whole.
     second_sentence = shown(COMPASS_PATH, "It settles on land.", ("Behaviour in play",), 0.95)
-    assert reply(first_sentence, second_sentence, HISTORY).read_next == HISTORY
+    assert reply(BEHAVIOUR_CUT, second_sentence, HISTORY).read_next == HISTORY
 
 
 def test_the_hint_moves_to_another_note_when_the_best_is_shown_whole() -> None:
-    lantern = shown("Items/Mira's Lantern.md", "The lantern burns fire-ink.", (), 0.6)
     # The compass is shown whole (its frontmatter is not text the read would add); the
     # lantern's note has a sentence more.
-    result = reply(INTRO, BEHAVIOUR, HISTORY, ENGRAVING, lantern)
+    result = reply(INTRO, BEHAVIOUR, HISTORY, ENGRAVING, LANTERN_FIRST)
     assert result.best == BEHAVIOUR
-    assert result.read_next == lantern
-    assert read_call(lantern.path, ()) in format_search(result).splitlines()[-1]
+    assert result.read_next == LANTERN_FIRST
+    assert read_call(LANTERN_FIRST.path, ()) in format_search(result).splitlines()[-1]
+
+
+def test_after_a_best_shown_whole_the_hint_follows_the_order_fusion_seated() -> None:
+    # The best passage is its section whole; the history (scored higher) and the lantern
+    # both hold more than the reply shows: the one fusion seated first is read.
+    assert reply(BEHAVIOUR, LANTERN_FIRST, HISTORY).read_next == LANTERN_FIRST
+    assert reply(BEHAVIOUR, HISTORY, LANTERN_FIRST).read_next == HISTORY
+    # A best passage that holds more is named wherever fusion seated it.
+    assert reply(LANTERN_FIRST, HISTORY, BEHAVIOUR_CUT).read_next == BEHAVIOUR_CUT
 
 
 def test_no_read_is_suggested_when_the_reply_shows_every_section_whole() -> None:

@@ -204,34 +204,37 @@ def holds_unshown_text(
 
 def next_read(
     groups: Sequence[FileGroup],
+    seated: Sequence[PassageHit],
     parsed_of: Callable[[str], ParsedNote | None],
     *,
     text_shown: bool = True,
 ) -> PassageHit | None:
-    """The passage whose section the `next:` hint reads in full: the best (ties in the
-    reply's order) whose read holds text the reply does not show. Reading a section already
-    shown whole adds nothing, and the passages after the best are the next likeliest
-    places for an answer the reply missed. None when every section is shown whole; the
-    best passage when the reply shows no text (`text_shown=False`, concise). Where the
-    best passage's section holds more than the reply shows, the hint names it (issue 26.1).
+    """The passage whose section the `next:` hint reads in full, among those the reply's
+    `groups` show (`seated`: the same passages in the order fusion seated them). The best
+    passage when its read holds text the reply does not show (issue 26.1: the best passage
+    leads and the hint names it). When its section is shown whole, reading it adds nothing:
+    the hint takes the first passage fusion seated whose read holds more. None when every
+    section is shown whole; the best passage when the reply shows no text (concise).
 
-    Measured in one run against naming the best passage whatever its read holds
-    (`python -m bench.vaults --no-first-session`, within two calls, all questions):
-    fixtures 101 -> 102 of 126 (dev 69 either way), ledgerline 57 -> 58 of 80 (dev 40 ->
-    41); first responses unchanged, the passages shown are the same; median reply 745 ->
-    746 and 848 -> 850 tokens (the sections named are longer or other notes). Before issue
-    26 the hint read the first passage, in reading order, of the note fusion seated first:
-    103 and 58. The questions that rule answered and this one does not have a best passage
-    whose section holds more than the reply shows, so the hint names it by 26.1's rule."""
+    Measured with `python -m bench.vaults --no-first-session` (within two calls of all
+    questions; the first responses and the passages shown are the same under each rule):
+    fixtures 101 of 126 and ledgerline 57 of 80 naming the best passage whatever its read
+    holds (main 330a22d); 102 and 58 taking the next by score when the best is shown whole;
+    104 and 58 taking the next fusion seated (`bench.tune`, dev questions: fixtures 69 ->
+    70 of 84, ledgerline 41 either way). Before 26.1 (the first passage, in reading order,
+    of the note fusion seated first): 103 and 58; the dev questions that hint answered and
+    this one does not have a best passage whose section holds more, which 26.1 names."""
     shown = [hit for group in groups for hit in group.passages]
-    if not text_shown:
-        return next(iter(by_score(shown)), None)
-    for hit in by_score(shown):
+    best = next(iter(by_score(shown)), None)
+    if best is None or not text_shown:
+        return best
+
+    def holds_more(hit: PassageHit) -> bool:
         parsed = parsed_of(hit.path)
         of_note = [other for other in shown if other.path == hit.path]
-        if parsed is not None and holds_unshown_text(parsed, read_span(parsed, hit), of_note):
-            return hit
-    return None
+        return parsed is not None and holds_unshown_text(parsed, read_span(parsed, hit), of_note)
+
+    return next((hit for hit in (best, *seated) if holds_more(hit)), None)
 
 
 @dataclass(frozen=True, slots=True)

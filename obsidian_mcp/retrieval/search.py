@@ -409,7 +409,7 @@ class Retriever:
                 total_files=max(total_files, len(groups)),
                 over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
                 strength=strength,
-                read_next=next_read(groups, parsed_of, text_shown=not concise),
+                read_next=next_read(groups, chosen, parsed_of, text_shown=not concise),
             )
 
         # The first line and footer are paid for first, at their longest (three passages
