@@ -6,9 +6,11 @@
 Fast enough to run after every change (the server's own `Retriever`, in this process, on
 an index built once and kept under ``--work``). For each dev question: the first response
 (`Retriever.semantic_query` with the tool's defaults, rendered as the tool renders it),
-whether it holds the gold, its tokens, and the candidate ceiling: is the gold within the
-first 20 passages of the keyword ranking, the dense ranking, the fused order? Held-out
-questions are never looked at here; `python -m bench.retrieval_bench` reports them.
+whether it holds the gold, its tokens; on a miss, the read it suggests (as
+``economy.follow_hint`` makes it, here through `reading.read_note_window`) and whether the
+two hold the gold; and the candidate ceiling: is the gold within the first 20 passages of
+the keyword ranking, the dense ranking, the fused order? Held-out questions are never
+looked at here; `python -m bench.vaults` reports them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import anyio
 
 from bench.candidate_recall import candidate_recall, environment
+from bench.economy import suggested_read
 from bench.harness import (
     Question,
     count_tokens,
@@ -34,9 +37,12 @@ from bench.harness import (
 )
 from bench.vaults import VAULTS, DevVault
 from obsidian_mcp.config import Settings
+from obsidian_mcp.errors import VaultError
+from obsidian_mcp.reading import read_note_window
 from obsidian_mcp.retrieval.render import format_search
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
+from obsidian_mcp.server.read_tools import format_window
 from obsidian_mcp.sources.rest import build_http_client
 
 # The candidate ceiling's depth (one of candidate_recall.DEPTHS).
@@ -49,6 +55,8 @@ LIMIT = 5
 class Looked:
     question: Question
     hit: bool
+    # The first response or, on a miss, it and the read it suggests hold the gold.
+    hit_two: bool
     tokens: int
     keyword: bool
     dense: bool
@@ -80,33 +88,60 @@ async def built_retriever(
             retriever.close()
 
 
+async def suggested_text(retriever: Retriever, response: str) -> str:
+    """What the read a response suggests returns, as vault_read_note renders it; empty
+    when it suggests none (an error reads as text that holds no gold)."""
+    args = suggested_read(response)
+    if args is None:
+        return ""
+    try:
+        window = await read_note_window(
+            retriever.vault,
+            args["path"],
+            heading=args.get("heading"),
+            offset=0,
+            max_chars=retriever.settings.read_max_chars,
+        )
+    except VaultError as exc:
+        return str(exc)
+    return format_window(window)
+
+
 async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
     questions = [q for q in load_questions(dev_vault.questions) if q.split == "dev"]
     responses: list[str] = []
+    followed: list[str] = []
     async with built_retriever(dev_vault, work) as (retriever, env):
         for question in questions:
             result = await retriever.semantic_query(
                 question.question, limit=LIMIT, folder=question.folder or ""
             )
-            responses.append(format_search(result))
+            response = format_search(result)
+            responses.append(response)
+            missed = not is_hit(response, question.gold)
+            followed.append(await suggested_text(retriever, response) if missed else "")
     ceiling = await candidate_recall(env, questions)
     at = f"@{CEILING_DEPTH}"
     return [
         Looked(
             question,
             is_hit(response, question.gold),
+            is_hit(response + "\n" + read, question.gold),
             count_tokens(response),
             ceiling["keyword"][at][number],
             ceiling["dense"][at][number],
             ceiling["fused"][at][number],
             response,
         )
-        for number, (question, response) in enumerate(zip(questions, responses, strict=True))
+        for number, (question, response, read) in enumerate(
+            zip(questions, responses, followed, strict=True)
+        )
     ]
 
 
 def share(flags: Sequence[bool]) -> str:
-    return f"{100 * sum(flags) / len(flags):.0f}%" if flags else "-"
+    """The share and the count: one question moves a vault's share by 1-2 points."""
+    return f"{100 * sum(flags) / len(flags):.0f}% ({sum(flags)})" if flags else "-"
 
 
 def table(results: dict[str, list[Looked]]) -> str:
@@ -121,6 +156,7 @@ def table(results: dict[str, list[Looked]]) -> str:
                     category,
                     len(chosen),
                     share([x.hit for x in chosen]),
+                    share([x.hit_two for x in chosen]),
                     f"{median([x.tokens for x in chosen]):.0f}",
                     share([x.keyword for x in chosen]),
                     share([x.dense for x in chosen]),
@@ -128,13 +164,26 @@ def table(results: dict[str, list[Looked]]) -> str:
                 ]
             )
     both = [x for looked in results.values() for x in looked]
-    rows.append(["both", "all", len(both), share([x.hit for x in both]), "", "", "", ""])
+    rows.append(
+        [
+            "both",
+            "all",
+            len(both),
+            share([x.hit for x in both]),
+            share([x.hit_two for x in both]),
+            "",
+            "",
+            "",
+            "",
+        ]
+    )
     return markdown_table(
         [
             "vault",
             "category",
             "questions",
             "first response",
+            "within two",
             "median tokens",
             f"keyword top {CEILING_DEPTH}",
             f"dense top {CEILING_DEPTH}",
@@ -166,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
                     )
                     print(f"{name} {x.question.id} [{x.question.category}] {x.question.question}")
                     print(f"    gold in top {CEILING_DEPTH}: {where or 'none'}")
+                    print(f"    the read it suggests: {'answers' if x.hit_two else 'misses'}")
     print(table(results))
 
 

@@ -1,6 +1,7 @@
 """vault_semantic_query on both development vaults (issue 26, items 1 and 2): the best
-passage leads and the `next:` hint names it; a reply whose best match is weak says so, in
-words and in JSON, and one that answers does not.
+passage leads, and the `next:` hint names it where its section holds more than the reply
+shows (`packing.next_read`); a reply whose best match is weak says so, in words
+and in JSON, and one that answers does not.
 
 Fusion seats each ranking's best few passages first, which decides what gets into a reply;
 the reply then shows its notes by score (`packing.group_by_file`). The weak-match floor is
@@ -15,10 +16,13 @@ from pathlib import Path
 import pytest
 
 from bench.harness import QUESTIONS, REPO_ROOT, load_questions
+from obsidian_mcp.reading import read_note_window
+from obsidian_mcp.retrieval.packing import PassageHit
 from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings, seed_index
 from tests.fixture_vault import copy_fixture_vault
@@ -95,11 +99,27 @@ async def retriever(
     built.close()
 
 
+async def _unshown_blocks(found: Retriever, hit: PassageHit, reply: str) -> list[str]:
+    """The blocks of text (paragraphs, lists...) that vault_read_note gives for the hit's
+    section and the reply does not hold."""
+    window = await read_note_window(
+        found.vault,
+        hit.path,
+        heading=" > ".join(hit.section) or None,
+        offset=0,
+        max_chars=found.settings.read_max_chars,
+    )
+    read = parse_note(hit.path, window.text)
+    blocks = (read.content[block.start : block.end] for block in read.paragraphs)
+    return [block for block in blocks if block not in reply]
+
+
 @pytest.mark.anyio
-async def test_the_best_passage_leads_and_the_hint_names_it(
+async def test_the_best_passage_leads_and_the_hint_reads_what_is_not_shown(
     retriever: tuple[str, Retriever],
 ) -> None:
     name, found = retriever
+    moved = 0
     for question in ORDER_QUESTIONS[name]:
         result = await found.semantic_query(question, limit=5)
         scores = [group.score for group in result.groups]
@@ -107,11 +127,21 @@ async def test_the_best_passage_leads_and_the_hint_names_it(
         best = result.best
         assert best is not None and best in result.groups[0].passages, question
         assert best.score == max(h.score for g in result.groups for h in g.passages)
-        text = format_search(result)
-        assert f"or {read_call(best.path, best.section)}" in text.splitlines()[-1], question
-        assert search_data(result)["next"][-1] == read_call(best.path, best.section)
         if question in LEADS:  # the issue's examples: the note that answers leads
             assert result.groups[0].context.path == LEADS[question], (question, scores)
+        # The hint reads the best passage when its section, as vault_read_note gives it,
+        # has text the reply lacks; else another passage whose section has.
+        text = format_search(result)
+        hint = result.read_next
+        assert hint is not None, question
+        assert f"or {read_call(hint.path, hint.section)}" in text.splitlines()[-1], question
+        assert search_data(result)["next"][-1] == read_call(hint.path, hint.section)
+        assert await _unshown_blocks(found, hint, text), (question, hint)
+        if hint != best:  # only when reading the best section would add nothing
+            assert not await _unshown_blocks(found, best, text), (question, best)
+        moved += hint != best
+    # Among these questions the rule names another passage than the best at least once.
+    assert moved, name
 
 
 @pytest.mark.anyio

@@ -34,7 +34,16 @@ from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
-from obsidian_mcp.retrieval.packing import PassageHit, pack, shorten
+from obsidian_mcp.retrieval.packing import (
+    FileContext,
+    PassageHit,
+    SearchResult,
+    group_by_file,
+    next_read,
+    pack,
+    shorten,
+)
+from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
@@ -190,6 +199,125 @@ def test_pack_skips_what_does_not_fit_and_takes_a_smaller_one() -> None:
     )
     assert [p.path for p in packing.chosen] == ["b.md"]
     assert [p.path for p in packing.over_budget] == ["a.md"]
+
+
+# -- the section the `next:` hint reads ---------------------------------------------------
+
+COMPASS = """---
+tags: [item]
+---
+# Tide-Compass
+
+A brass compass with two needles. Rook bought it at the market.
+
+## Behaviour in play
+
+The second needle spins when the holder stands in moving water. It settles on land.
+
+## History
+
+Made in Vellmouth by an instrument maker.
+
+### The engraving
+
+COME HOME BY THE LOW ROAD.
+"""
+LANTERN = "# Mira's Lantern\n\nThe lantern burns fire-ink. It was never handed back.\n"
+NOTES = {
+    "Items/Tide-Compass.md": parse_note("Items/Tide-Compass.md", COMPASS),
+    "Items/Mira's Lantern.md": parse_note("Items/Mira's Lantern.md", LANTERN),
+}
+
+
+def shown(path: str, text: str, section: tuple[str, ...], score: float) -> PassageHit:
+    """A passage of one of NOTES as a reply shows it (its section as displayed: the title
+    heading left out)."""
+    start = NOTES[path].content.index(text)
+    return PassageHit(path, section, start, start + len(text), text, score, False, False)
+
+
+def reply(*hits: PassageHit, concise: bool = False) -> SearchResult:
+    """A reply showing `hits`, given in the order fusion seated them."""
+    contexts = {p: FileContext(p, NOTES[p].title, "", (), 100) for p in {h.path for h in hits}}
+    groups = tuple(group_by_file(hits, contexts))
+    return SearchResult(
+        tool="vault_semantic_query",
+        query="compass",
+        folder="",
+        source="local-index",
+        source_note="",
+        groups=groups,
+        limit=5,
+        max_tokens=1000,
+        total_passages=len(hits),
+        total_files=len(groups),
+        over_budget=(),
+        read_next=next_read(groups, hits, NOTES.get, text_shown=not concise),
+    )
+
+
+COMPASS_PATH = "Items/Tide-Compass.md"
+BEHAVIOUR = shown(
+    COMPASS_PATH,
+    "The second needle spins when the holder stands in moving water. It settles on land.",
+    ("Behaviour in play",),
+    1.0,
+)
+# The best passage cut short of its section.
+BEHAVIOUR_CUT = shown(
+    COMPASS_PATH,
+    "The second needle spins when the holder stands in moving water.",
+    ("Behaviour in play",),
+    1.0,
+)
+HISTORY = shown(COMPASS_PATH, "Made in Vellmouth by an instrument maker.", ("History",), 0.9)
+ENGRAVING = shown(COMPASS_PATH, "COME HOME BY THE LOW ROAD.", ("History", "The engraving"), 0.8)
+INTRO = shown(
+    COMPASS_PATH, "A brass compass with two needles. Rook bought it at the market.", (), 0.7
+)
+LANTERN_FIRST = shown("Items/Mira's Lantern.md", "The lantern burns fire-ink.", (), 0.6)
+
+
+def test_the_hint_reads_the_best_passage_whose_section_has_more_than_the_reply() -> None:
+    # The best passage is its section whole: reading it adds nothing. The next one's
+    # section, read with its subsections, holds the engraving the reply does not show.
+    result = reply(BEHAVIOUR, HISTORY)
+    assert result.read_next == HISTORY
+    last = format_search(result).splitlines()[-1]
+    assert last == f"next: {read_call(COMPASS_PATH, ('History',))}"
+    assert search_data(result)["next"] == [read_call(COMPASS_PATH, ("History",))]
+    # A best passage cut from a longer section is read in full.
+    assert reply(BEHAVIOUR_CUT, HISTORY).read_next == BEHAVIOUR_CUT
+    # Two passages that show a paragraph between them show it whole.
+    second_sentence = shown(COMPASS_PATH, "It settles on land.", ("Behaviour in play",), 0.95)
+    assert reply(BEHAVIOUR_CUT, second_sentence, HISTORY).read_next == HISTORY
+
+
+def test_the_hint_moves_to_another_note_when_the_best_is_shown_whole() -> None:
+    # The compass is shown whole (its frontmatter is not text the read would add); the
+    # lantern's note has a sentence more.
+    result = reply(INTRO, BEHAVIOUR, HISTORY, ENGRAVING, LANTERN_FIRST)
+    assert result.best == BEHAVIOUR
+    assert result.read_next == LANTERN_FIRST
+    assert read_call(LANTERN_FIRST.path, ()) in format_search(result).splitlines()[-1]
+
+
+def test_after_a_best_shown_whole_the_hint_follows_the_order_fusion_seated() -> None:
+    # The best passage is its section whole; the history (scored higher) and the lantern
+    # both hold more than the reply shows: the one fusion seated first is read.
+    assert reply(BEHAVIOUR, LANTERN_FIRST, HISTORY).read_next == LANTERN_FIRST
+    assert reply(BEHAVIOUR, HISTORY, LANTERN_FIRST).read_next == HISTORY
+    # A best passage that holds more is named wherever fusion seated it.
+    assert reply(LANTERN_FIRST, HISTORY, BEHAVIOUR_CUT).read_next == BEHAVIOUR_CUT
+
+
+def test_no_read_is_suggested_when_the_reply_shows_every_section_whole() -> None:
+    result = reply(INTRO, BEHAVIOUR, HISTORY, ENGRAVING)
+    assert result.read_next is None
+    assert "vault_read_note" not in format_search(result)
+    assert search_data(result)["next"] == []
+    # Concise replies show no text: the best passage's section is what there is to read.
+    assert reply(INTRO, BEHAVIOUR, HISTORY, ENGRAVING, concise=True).read_next == BEHAVIOUR
 
 
 # -- passages of a note ------------------------------------------------------------------

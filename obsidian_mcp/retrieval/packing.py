@@ -1,10 +1,12 @@
 # pyright: strict
 """Results as passages grouped by file, and greedy packing into a token budget."""
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from obsidian_mcp.retrieval.strength import MatchStrength
+from obsidian_mcp.text.markdown import ParsedNote
 from obsidian_mcp.text.snippets import sentence_spans
 from obsidian_mcp.text.tokens import estimate_tokens
 
@@ -152,6 +154,89 @@ def group_by_file(
     ]
 
 
+def read_span(parsed: ParsedNote, hit: PassageHit) -> tuple[int, int]:
+    """What `vault_read_note` returns of the note for the passage's heading path: the
+    whole note for none (the passage is above the first heading, or under a top heading
+    that only repeats the title), else the passage's section with its subsections."""
+    sections = parsed.sections
+    index = bisect_right(sections, hit.start, key=lambda section: section.start) - 1
+    if not hit.section or index < 0:
+        return 0, len(parsed.content)
+    return sections[index].start, sections[index].subtree_end
+
+
+def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans merged where they touch or overlap, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def holds_unshown_text(
+    parsed: ParsedNote, span: tuple[int, int], shown: Sequence[PassageHit]
+) -> bool:
+    """Whether a block of the note's text within `span` (a paragraph, list, table...; not
+    headings or frontmatter) has text outside the passages `shown` of that note."""
+    content = parsed.content
+    covered = _union((hit.start, hit.end) for hit in shown)
+    covered_starts = [start for start, _ in covered]
+    blocks = parsed.paragraphs
+    for block in blocks[bisect_left(blocks, span[0], key=lambda block: block.start) :]:
+        if block.start >= span[1]:
+            break
+        position = block.start
+        for start, end in covered[max(bisect_right(covered_starts, position) - 1, 0) :]:
+            if start >= block.end:
+                break
+            if end <= position:
+                continue
+            if content[position:start].strip():
+                return True
+            position = end
+        if content[position : block.end].strip():
+            return True
+    return False
+
+
+def next_read(
+    groups: Sequence[FileGroup],
+    seated: Sequence[PassageHit],
+    parsed_of: Callable[[str], ParsedNote | None],
+    *,
+    text_shown: bool = True,
+) -> PassageHit | None:
+    """The passage whose section the `next:` hint reads in full, among those the reply's
+    `groups` show (`seated`: the same passages in the order fusion seated them). The best
+    passage when its read holds text the reply does not show (issue 26.1: the best passage
+    leads and the hint names it). When its section is shown whole, reading it adds nothing:
+    the hint takes the first passage fusion seated whose read holds more. None when every
+    section is shown whole; the best passage when the reply shows no text (concise).
+
+    Measured with `python -m bench.vaults --no-first-session` (within two calls of all
+    questions; the first responses and the passages shown are the same under each rule):
+    fixtures 101 of 126 and ledgerline 57 of 80 naming the best passage whatever its read
+    holds (main 330a22d); 102 and 58 taking the next by score when the best is shown whole;
+    104 and 58 taking the next fusion seated (`bench.tune`, dev questions: fixtures 69 ->
+    70 of 84, ledgerline 41 either way). Before 26.1 (the first passage, in reading order,
+    of the note fusion seated first): 103 and 58; the dev questions that hint answered and
+    this one does not have a best passage whose section holds more, which 26.1 names."""
+    shown = [hit for group in groups for hit in group.passages]
+    best = next(iter(by_score(shown)), None)
+    if best is None or not text_shown:
+        return best
+
+    def holds_more(hit: PassageHit) -> bool:
+        parsed = parsed_of(hit.path)
+        of_note = [other for other in shown if other.path == hit.path]
+        return parsed is not None and holds_unshown_text(parsed, read_span(parsed, hit), of_note)
+
+    return next((hit for hit in (best, *seated) if holds_more(hit)), None)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """One search response: what was found, what was shown, and what was left out."""
@@ -171,6 +256,8 @@ class SearchResult:
     over_budget: tuple[PassageHit, ...]
     # How good the best match is (ranked search; None for exact matches).
     strength: MatchStrength | None = None
+    # The passage whose section the reply suggests reading in full (`next_read`).
+    read_next: PassageHit | None = None
 
     @property
     def weak(self) -> bool:

@@ -123,13 +123,13 @@ def _continuation(result: SearchResult) -> str:
 
 
 def next_calls(result: SearchResult) -> list[str]:
-    """The calls that continue this search: more of it, and the best section in full."""
+    """The calls that continue this search: more of it, and the best section with more to
+    read than the reply shows (`packing.next_read`)."""
     calls: list[str] = []
     if result.total_passages > result.shown:
         calls.append(_continuation(result))
-    best = result.best
-    if best is not None:
-        calls.append(read_call(best.path, best.section))
+    if result.read_next is not None:
+        calls.append(read_call(result.read_next.path, result.read_next.section))
     return calls
 
 

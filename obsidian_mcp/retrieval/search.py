@@ -48,6 +48,7 @@ from obsidian_mcp.retrieval.packing import (
     SearchResult,
     by_score,
     group_by_file,
+    next_read,
     pack,
 )
 from obsidian_mcp.retrieval.render import (
@@ -61,7 +62,7 @@ from obsidian_mcp.retrieval.render import (
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.retrieval.stages import Stages
 from obsidian_mcp.retrieval.strength import MatchStrength, match_strength
-from obsidian_mcp.text.markdown import gist
+from obsidian_mcp.text.markdown import ParsedNote, gist
 from obsidian_mcp.text.snippets import snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
@@ -389,6 +390,10 @@ class Retriever:
                 )
         candidates = [hit for hit in hits if hit.path in contexts]
 
+        def parsed_of(path: str) -> ParsedNote | None:
+            record = self.corpus.record(path)
+            return None if record is None else record.parsed
+
         def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
             groups = group_by_file(chosen, contexts, matches)
             return SearchResult(
@@ -404,11 +409,13 @@ class Retriever:
                 total_files=max(total_files, len(groups)),
                 over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
                 strength=strength,
+                read_next=next_read(groups, chosen, parsed_of, text_shown=not concise),
             )
 
         # The first line and footer are paid for first, at their longest (three passages
-        # named as left out), so the passages get what remains.
-        frame = frame_tokens(build(candidates[:1], candidates))
+        # named as left out, a section to read next), so the passages get what remains.
+        longest = build(candidates[:1], candidates)
+        frame = frame_tokens(replace(longest, read_next=next(iter(candidates), None)))
         packing = pack(
             candidates,
             limit=limit,
