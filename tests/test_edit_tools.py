@@ -218,7 +218,19 @@ async def test_a_change_elsewhere_is_kept_and_a_change_in_the_target_refuses(
         EditJournal(tmp_path / "j1.sqlite3"),
         protected=lambda _: False,
     )
-    receipt = await elsewhere.edit("n.md", EditRequest("append", "A", "more"))
+    # A retry runs every check again: the note just changed, so without force the user
+    # could be typing in it (issue 25 item 4).
+    with pytest.raises(EditRefused, match="could be typing"):
+        await elsewhere.edit("n.md", EditRequest("append", "A", "more"))
+    assert (tmp_path / "n.md").read_text("utf-8") == NOTE.replace("beta", "beta typed")
+    (tmp_path / "n.md").write_text(NOTE, "utf-8")
+    _settle(tmp_path, "n.md")
+    elsewhere = Editor(
+        _InterferingVault(tmp_path, ("beta", "beta typed")),
+        EditJournal(tmp_path / "j1.sqlite3"),
+        protected=lambda _: False,
+    )
+    receipt = await elsewhere.edit("n.md", EditRequest("append", "A", "more"), force=True)
     assert "made on the new text" in receipt.note
     assert (tmp_path / "n.md").read_text(
         "utf-8"

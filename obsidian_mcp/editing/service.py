@@ -45,6 +45,11 @@ logger = logging.getLogger(__name__)
 # is being typed in: Obsidian saves about 2 s after the last keystroke, so 5 s covers a
 # pause between sentences without holding an agent back for long.
 USER_EDIT_SECONDS = 5.0
+# A save on this machine stamps the note with this machine's clock, so a modification
+# time ahead of it came from elsewhere: a sync from a device whose clock runs ahead, or a
+# network drive's server. Up to this far ahead it is taken as "now" (a network drive's
+# clock a little off); beyond, the time says nothing about typing here.
+CLOCK_AHEAD_SECONDS = 2.0
 # An edit without a version whose note changed elsewhere between the read and the write
 # is made again on the new text this many times, when its own section did not change.
 _REAPPLY_ATTEMPTS = 3
@@ -82,9 +87,6 @@ class Editor:
         self._protected = protected
         self._clock = clock
         self._user_edit_seconds = user_edit_seconds
-        # The version this server last wrote per note: a recent change that is ours is not
-        # the user typing.
-        self._written: dict[str, str] = {}
 
     def close(self) -> None:
         self._journal.close()
@@ -94,7 +96,8 @@ class Editor:
     def _check_path(self, raw_path: str) -> str:
         path = normalize_vault_path(raw_path)
         if not is_markdown(path):
-            path += ".md"
+            # Checked again with the extension: it may make a name too long for a file.
+            path = normalize_vault_path(path + ".md")
         if is_hidden(path) or self._protected(path):
             raise EditRefused(
                 f"{path!r} is not a note agents may edit (the memory files, their page and "
@@ -116,28 +119,43 @@ class Editor:
         if request.operation == "create":
             return await self._create(path, request, dry_run=dry_run)
         read = await self._vault.read_for_edit(path)
-        path, text = read.path, read.content
-        if version is not None and version.strip() != version_of(text):
-            raise EditRefused(self._stale_version(path, version.strip(), text, request))
-        if not dry_run:
-            await self._refuse_if_user_is_typing(read, force=force)
-        note = ""
+        path = read.path
+        if version is not None and version.strip() != version_of(read.content):
+            raise EditRefused(self._stale_version(path, version.strip(), read.content, request))
+        if dry_run:
+            applied = apply_edit(path, read.content, request)
+            return self._receipt(
+                path, request.operation, read.content, applied, edit_id=None, dry_run=True
+            )
+        notes: list[str] = []
+        earlier: str | None = None
         for _ in range(_REAPPLY_ATTEMPTS):
+            # Every attempt runs every check, on the text and the stat it read: a note
+            # caught half saved, or being typed in, is left alone on a retry too.
+            text = read.content
+            if earlier is not None:
+                self._refuse_if_target_changed(path, request, earlier, text, version)
+            said = await self._refuse_if_user_is_typing(read, force=force)
+            notes += [said] if said and said not in notes else []
             applied = apply_edit(path, text, request)
-            if dry_run or applied.text == text:
+            if applied.text == text:
                 return self._receipt(
-                    path, request.operation, text, applied, edit_id=None, dry_run=dry_run
+                    path, request.operation, text, applied, edit_id=None, note=" ".join(notes)
                 )
             try:
                 await self._vault.replace_if(path, text, applied.text)
             except NoteChanged as changed:
-                text = self._after_conflict(path, request, text, changed, version)
-                note = (
+                if changed.current is None:
+                    raise NoteNotFound(path) from None
+                earlier = text
+                read = await self._vault.read_for_edit(path)
+                again = (
                     "The note changed elsewhere while this edit was made; the target "
                     "section had not, so the edit was made on the new text."
                 )
+                notes += [again] if again not in notes else []
                 continue
-            return self._written_receipt(path, request, text, applied, note)
+            return self._written_receipt(path, request, text, applied, " ".join(notes))
         raise EditRefused(
             f"{path!r} kept changing while this edit was made ({_REAPPLY_ATTEMPTS} tries); "
             "nothing was written. Someone is editing it: wait, read it again and retry."
@@ -158,24 +176,17 @@ class Editor:
         return self._receipt(path, request.operation, old, applied, edit_id=edit_id, note=note)
 
     def _wrote(self, path: str, text: str | None) -> None:
-        if text is None:
-            self._written.pop(path, None)
-            return
-        self._written[path] = self._vault.handed_out(text)
+        # In the journal, which this server's processes share: a change one of them made
+        # a moment ago is not the user typing, for the others either.
+        self._journal.wrote(path, text)
+        if text is not None:
+            self._vault.handed_out(text)
 
-    def _after_conflict(
-        self,
-        path: str,
-        request: EditRequest,
-        text: str,
-        changed: NoteChanged,
-        version: str | None,
-    ) -> str:
-        """The new text to make the edit on again, or EditRefused when the edit's own
-        target changed (or the agent named the version it read)."""
-        current = changed.current
-        if current is None:
-            raise NoteNotFound(path)
+    def _refuse_if_target_changed(
+        self, path: str, request: EditRequest, text: str, current: str, version: str | None
+    ) -> None:
+        """After a conflict: EditRefused when the edit's own target changed between `text`
+        and `current` (or the agent named the version it read)."""
         if version is not None:
             raise EditRefused(self._stale_version(path, version, current, request))
         before, after = _target_text(path, text, request), _target_text(path, current, request)
@@ -185,7 +196,6 @@ class Editor:
                 f"{_what_changed(before, after)} Nothing was written; read the section "
                 f"again (version {self._vault.handed_out(current)}) and edit that."
             )
-        return current
 
     def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
         now = self._vault.handed_out(current)
@@ -203,36 +213,43 @@ class Editor:
             f"written. {what} Make the edit against the current text with version={now}."
         )
 
-    async def _refuse_if_user_is_typing(self, read: NoteData, *, force: bool) -> None:
+    async def _refuse_if_user_is_typing(self, read: NoteData, *, force: bool) -> str:
         """Leave a note alone that someone else changed a moment ago and may still be
         saving. `force` overrides only what can be overridden safely: the user's typing in
-        a note whose write is checked on disk."""
+        a note whose write is checked on disk. What the receipt should say, if anything."""
         path, text = read.path, read.content
         age = self._clock() - read.stat.mtime_ms / 1000
-        if age >= self._user_edit_seconds or self._written.get(path) == version_of(text):
-            return
+        if age < -CLOCK_AHEAD_SECONDS:
+            return (
+                f"Its modification time is {_span(-age)} ahead of this machine's clock (a sync "
+                "from a device whose clock runs ahead?), so it was not taken as a sign of "
+                "someone typing in it."
+            )
+        age = max(age, 0.0)
+        if age >= self._user_edit_seconds or self._journal.wrote_last(path, text):
+            return ""
         wait = f"Wait {self._user_edit_seconds:.0f} s and read it again."
         if not text:
             # A save truncates the file before it writes it: an empty note changed a
             # moment ago is most likely half saved, and an edit made on it would replace
             # the whole text the save is about to write (measured: bench/edit_races.py).
             raise EditRefused(
-                f"{path!r} is empty and changed {max(age, 0):.0f} s ago: a save may be half "
+                f"{path!r} is empty and changed {age:.0f} s ago: a save may be half "
                 f"done, so nothing was written. {wait}"
             )
         if not self._vault.writes_checked:
             raise EditRefused(
-                f"{path!r} changed {max(age, 0):.0f} s ago, so nothing was written, even with "
+                f"{path!r} changed {age:.0f} s ago, so nothing was written, even with "
                 "force: through Obsidian's API alone a write cannot be checked against a save "
                 "landing at the same moment (the plugin has no conditional write). "
                 f"{wait} Setting OBSIDIAN_VAULT_PATH lets edits be checked on disk."
             )
         if force:
-            return
+            return ""
         if await self._vault.open_in_obsidian(path) is False:
-            return  # changed recently, but not in the note the user has open
+            return ""  # changed recently, but not in the note the user has open
         raise EditRefused(
-            f"{path!r} changed {max(age, 0):.0f} s ago and may be open in Obsidian: the user "
+            f"{path!r} changed {age:.0f} s ago and may be open in Obsidian: the user "
             f"could be typing in it, so nothing was written. Wait {self._user_edit_seconds:.0f} "
             "s and read it again, or pass force=true if the user asked for this edit now."
         )
@@ -240,6 +257,13 @@ class Editor:
     async def _create(self, path: str, request: EditRequest, *, dry_run: bool) -> Receipt:
         text = created_text(request)
         applied = Applied(text, "new note")
+        twin = await self._vault.existing_spelling(path)
+        if twin is not None:
+            raise EditRefused(
+                f"A note already exists at {twin!r}: the same name as {path!r}, its letters "
+                "encoded in another Unicode form, so the two would look alike in Obsidian. "
+                "Nothing was written. Edit that note, or choose another name."
+            )
         if dry_run:
             try:
                 await self._vault.read_for_edit(path)
@@ -358,6 +382,16 @@ class Editor:
             old = ""
         self._journal.mark_undone(entry.id, undo_id)
         return self._receipt(path, "undo", old, applied, edit_id=undo_id)
+
+
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
 
 
 def _exists(path: str) -> str:
