@@ -116,6 +116,8 @@ class Vault:
         self._generated = generated
         # One edit, undo or entry append at a time, across processes (see `locking.py`).
         self._lock = lock if lock is not None else VaultLock([])
+        # Told of each text this server appends into a note (see `note_writes_with`).
+        self._noted: Callable[[str, str], None] | None = None
         # Whether the folder and Obsidian's API show one vault, and when that was asked.
         self._identity: IdentityCheck | None = None
         self._identity_at = -float("inf")
@@ -435,6 +437,21 @@ class Vault:
         except VaultError:
             return None
 
+    def note_writes_with(self, noted: Callable[[str, str], None]) -> None:
+        """Tell `noted(path, text)` the note's text after each entry this server appends:
+        the editor's journal, so that an edit of the scratch note right after an entry
+        (from any of this server's processes) does not take the entry for the user typing."""
+        self._noted = noted
+
+    async def _note_entry(self, path: str) -> None:
+        if self._noted is None:
+            return
+        try:
+            text = (await self._editing.read_exact(path)).content
+        except VaultError:
+            return  # the entry is written; only the note of it is missing
+        self._noted(path, text)
+
     async def append_entry(self, raw_path: str, content: str) -> str:
         """Append an entry to a note that several writers append to at once (the scratch
         note). The plugin's POST reads the whole note and writes it back, so two at once
@@ -452,11 +469,13 @@ class Vault:
                     await self._disk.append(path, content)
                 finally:
                     self.writes += 1
+                await self._note_entry(path)
                 return path
             for _ in range(_ENTRY_ATTEMPTS):
                 await self.append(path, content)
                 await anyio.sleep(_ENTRY_SETTLE_SECONDS)
                 if content.strip() in (await self.read_note(path)).content:
+                    await self._note_entry(path)
                     return path
                 logger.warning(
                     "an entry appended to %s was overwritten by another writer; sending it again",

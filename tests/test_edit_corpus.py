@@ -44,6 +44,12 @@ def test_the_corpus_covers_what_the_issue_lists() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_engine_gives_the_expected_bytes(case: EditCase) -> None:
+    if case.write_path_only:
+        # The sources refuse it before the engine is asked (the sources' tests below).
+        assert case.refused is not None
+        if case.refused == "not valid utf-8":
+            assert case.before is not None and not _utf8(case.before)
+        return
     try:
         if case.before is None:
             result = created_text(case.request)
@@ -58,14 +64,27 @@ def test_engine_gives_the_expected_bytes(case: EditCase) -> None:
     assert result.encode("utf-8") == case.after
 
 
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _editor(vault: Vault, tmp_path: Path) -> Editor:
     return Editor(vault, EditJournal(tmp_path / "journal.sqlite3"), protected=lambda _: False)
 
 
-async def _run_all(editor: Editor, vault_dir: Path) -> dict[str, list[str]]:
+async def _run_all(
+    editor: Editor, vault_dir: Path, beside_folder: Editor | None = None
+) -> dict[str, list[str]]:
+    """Every case through `editor`; those only the folder can refuse through
+    `beside_folder` when given (the REST API with the vault folder known)."""
     failures: dict[str, list[str]] = {}
     for case in CASES:
-        problems = await run_case(editor, vault_dir, case)
+        chosen = beside_folder if case.needs_folder and beside_folder is not None else editor
+        problems = await run_case(chosen, vault_dir, case)
         if problems:
             failures[case.name] = problems
     return failures
@@ -91,7 +110,10 @@ async def test_corpus_through_the_rest_api(version: str, tmp_path: Path) -> None
         settings: Settings = rest_settings(process, tmp_path / "config")
         async with build_http_client(settings) as http:
             editor = _editor(Vault(RestSource(http, settings), None), tmp_path)
+            rest = RestSource(http, settings)
+            beside = _editor(Vault(rest, FolderSource(vault_dir)), tmp_path / "beside")
             try:
-                assert await _run_all(editor, vault_dir) == {}
+                assert await _run_all(editor, vault_dir, beside) == {}
             finally:
                 editor.close()
+                beside.close()

@@ -5,8 +5,11 @@ SQLite serialises their writes), keyed by the vault, not by the address serving 
 (`sources/identity.journal_identity`). Bounded: the oldest entries go once there are more
 than `KEPT_EDITS`, so it never grows with the vault's history.
 
-It also keeps, per note, a digest of the text this server last wrote there, shared by the
+It also keeps, per note, digests of the texts this server wrote there lately, shared by the
 server's processes: a note changed a moment ago by another of them is not the user typing.
+A text is noted before it is written, so that no other process reads it unnoted; one whose
+write then failed is noted for nothing (a note never holds it, unless someone types exactly
+it).
 """
 
 import hashlib
@@ -40,9 +43,10 @@ CREATE TABLE IF NOT EXISTS edits (
     undone_by TEXT
 );
 CREATE TABLE IF NOT EXISTS written (
-    path TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
     digest TEXT NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    PRIMARY KEY (path, digest)
 );
 """
 
@@ -132,32 +136,29 @@ class EditJournal:
             ).fetchone()
         return JournalEntry(*row) if row is not None else None
 
-    def wrote(self, path: str, text: str | None) -> None:
-        """This server left `text` in `path` (None: removed it)."""
+    def wrote(self, path: str, text: str) -> None:
+        """This server is about to leave `text` in `path`, or just did."""
         now = time.time()
         with self._lock:
             try:
-                if text is None:
-                    self._db.execute("DELETE FROM written WHERE path = ?", (path,))
-                else:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO written (path, digest, at) VALUES (?, ?, ?)",
-                        (path, _digest(text), now),
-                    )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO written (path, digest, at) VALUES (?, ?, ?)",
+                    (path, _digest(text), now),
+                )
                 self._db.execute("DELETE FROM written WHERE at < ?", (now - WRITTEN_KEPT_SECONDS,))
             except sqlite3.Error as exc:
                 logger.warning("undo journal cannot be written (%s)", exc)
 
-    def wrote_last(self, path: str, text: str) -> bool:
-        """Whether `text` is what this server (any of its processes) last wrote in `path`."""
+    def wrote_lately(self, path: str, text: str) -> bool:
+        """Whether this server (any of its processes) wrote `text` in `path` lately."""
         with self._lock:
             try:
                 row = self._db.execute(
-                    "SELECT digest FROM written WHERE path = ?", (path,)
+                    "SELECT 1 FROM written WHERE path = ? AND digest = ?", (path, _digest(text))
                 ).fetchone()
             except sqlite3.Error:
                 return False
-        return row is not None and row[0] == _digest(text)
+        return row is not None
 
     def mark_undone(self, edit_id: str, by: str) -> None:
         with self._lock:

@@ -133,15 +133,16 @@ class Editor:
             # Every attempt runs every check, on the text and the stat it read: a note
             # caught half saved, or being typed in, is left alone on a retry too.
             text = read.content
-            if earlier is not None:
-                self._refuse_if_target_changed(path, request, earlier, text, version)
             said = await self._refuse_if_user_is_typing(read, force=force)
             notes += [said] if said and said not in notes else []
+            if earlier is not None:
+                self._refuse_if_target_changed(path, request, earlier, text, version)
             applied = apply_edit(path, text, request)
             if applied.text == text:
                 return self._receipt(
                     path, request.operation, text, applied, edit_id=None, note=" ".join(notes)
                 )
+            self._journal.wrote(path, applied.text)  # before: no process reads it unnoted
             try:
                 await self._vault.replace_if(path, text, applied.text)
             except NoteChanged as changed:
@@ -178,8 +179,8 @@ class Editor:
     def _wrote(self, path: str, text: str | None) -> None:
         # In the journal, which this server's processes share: a change one of them made
         # a moment ago is not the user typing, for the others either.
-        self._journal.wrote(path, text)
         if text is not None:
+            self._journal.wrote(path, text)
             self._vault.handed_out(text)
 
     def _refuse_if_target_changed(
@@ -226,7 +227,7 @@ class Editor:
                 "someone typing in it."
             )
         age = max(age, 0.0)
-        if age >= self._user_edit_seconds or self._journal.wrote_last(path, text):
+        if age >= self._user_edit_seconds or self._journal.wrote_lately(path, text):
             return ""
         wait = f"Wait {self._user_edit_seconds:.0f} s and read it again."
         if not text:
@@ -272,6 +273,7 @@ class Editor:
                     path, request.operation, "", applied, edit_id=None, dry_run=True
                 )
             raise EditRefused(_exists(path))
+        self._journal.wrote(path, text)
         try:
             await self._vault.replace_if(path, None, text)
         except NoteChanged:
@@ -333,6 +335,7 @@ class Editor:
                 "back by hand."
             )
         restored = current[:start] + entry.old_text + current[start + len(entry.new_text) :]
+        self._journal.wrote(path, restored)
         try:
             await self._vault.replace_if(path, current, restored)
         except NoteChanged:
@@ -370,6 +373,7 @@ class Editor:
             old = entry.new_text
         else:
             assert entry.old_text is not None
+            self._journal.wrote(path, entry.old_text)
             try:
                 await self._vault.replace_if(path, None, entry.old_text)
             except NoteChanged:

@@ -162,6 +162,7 @@ def open_memory(
 def open_editor(settings: Settings, vault: Vault) -> Editor:
     """The editor, its undo journal kept per vault (not per address) in the cache folder."""
     journal = EditJournal(journal_file(settings))
+    vault.note_writes_with(journal.wrote)
     return Editor(vault, journal, protected=MemoryFiles(settings.memory_path).owns)
 
 
