@@ -11,7 +11,7 @@ import difflib
 import logging
 import time
 import unicodedata
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -247,17 +247,15 @@ class Vault:
         try:
             return await self._read_checked(path)
         except NoteNotFound as missing:
-            candidates = [path] if is_markdown(path) else [path + ".md", path]
             # Agents often leave off ".md" (Obsidian links do too), and a name typed on one
             # system may be spelled in another Unicode form on disk (macOS writes NFD).
-            for candidate in candidates:
-                for spelled in dict.fromkeys([candidate, await self._spelled_on_disk(candidate)]):
-                    if spelled is None or spelled == path:
-                        continue
-                    try:
-                        return await self._read_checked(spelled)
-                    except NoteNotFound:
-                        continue
+            async for spelled in self._spellings(path):
+                if spelled == path:
+                    continue
+                try:
+                    return await self._read_checked(spelled)
+                except NoteNotFound:
+                    continue
             raise NoteNotFound(path, await self.closest_paths(path)) from missing
 
     async def search_text(self, query: str, context_length: int = 100) -> list[TextSearchHit]:
@@ -312,17 +310,25 @@ class Vault:
         may be spelled in another Unicode form than on disk."""
         await self.refuse_if_other_vault()
         path = normalize_vault_path(raw_path)
+        async for spelled in self._spellings(path):
+            await self._check_on_disk(spelled)
+            try:
+                return await self._editing.read_exact(spelled)
+            except NoteNotFound:
+                continue
+        raise NoteNotFound(path, await self.closest_paths(path))
+
+    async def _spellings(self, path: str) -> AsyncIterator[str]:
+        """The paths a note asked for as `path` may have, most likely first: as given (with
+        `.md` added when it has none), then as spelled on disk in another Unicode form;
+        the listing that finds the spelling is asked for only when the first ones fail."""
         candidates = [path] if is_markdown(path) else [path + ".md", path]
         for candidate in candidates:
-            for spelled in dict.fromkeys([candidate, await self._spelled_on_disk(candidate)]):
-                if spelled is None:
-                    continue
-                await self._check_on_disk(spelled)
-                try:
-                    return await self._editing.read_exact(spelled)
-                except NoteNotFound:
-                    continue
-        raise NoteNotFound(path, await self.closest_paths(path))
+            yield candidate
+        for candidate in candidates:
+            spelled = await self._spelled_on_disk(candidate)
+            if spelled is not None and spelled != candidate:
+                yield spelled
 
     async def _names_in(self, folder: str) -> list[str]:
         if self._disk is not None:
@@ -374,7 +380,9 @@ class Vault:
         rest, disk = self.rest, self._disk
         if rest is None or disk is None:
             return None
-        if await self._obsidian_is_down():
+        # A short probe first: a hanging Obsidian would hold an edit for the whole retry
+        # budget of every request of the comparison.
+        if await self._obsidian_is_down() or not await rest.answers_within(PROBE_SECONDS):
             # Reads come from the folder meanwhile, so they and edits show one vault; asked
             # again when Obsidian answers (`_obsidian_is_down` forgets the last answer).
             self._identity = IdentityCheck("unknown", "Obsidian is not answering")
@@ -420,6 +428,7 @@ class Vault:
                 self.writes += 1
 
     async def remove_if(self, path: str, expected: str) -> None:
+        await self.refuse_if_other_vault()
         async with self._lock.held():
             try:
                 await self._editing.remove_if(path, expected)
@@ -443,13 +452,14 @@ class Vault:
         (from any of this server's processes) does not take the entry for the user typing."""
         self._noted = noted
 
-    async def _note_entry(self, path: str) -> None:
+    async def _note_entry(self, path: str, text: str | None = None) -> None:
         if self._noted is None:
             return
-        try:
-            text = (await self._editing.read_exact(path)).content
-        except VaultError:
-            return  # the entry is written; only the note of it is missing
+        if text is None:
+            try:
+                text = (await self._editing.read_exact(path)).content
+            except VaultError:
+                return  # the entry is written; only the note of it is missing
         self._noted(path, text)
 
     async def append_entry(self, raw_path: str, content: str) -> str:
@@ -474,8 +484,9 @@ class Vault:
             for _ in range(_ENTRY_ATTEMPTS):
                 await self.append(path, content)
                 await anyio.sleep(_ENTRY_SETTLE_SECONDS)
-                if content.strip() in (await self.read_note(path)).content:
-                    await self._note_entry(path)
+                now = (await self.read_note(path)).content
+                if content.strip() in now:
+                    await self._note_entry(path, now)
                     return path
                 logger.warning(
                     "an entry appended to %s was overwritten by another writer; sending it again",

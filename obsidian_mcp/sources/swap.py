@@ -218,7 +218,7 @@ def _write_in_place(
 ) -> None:
     """`content` over `old`, whole or not at all: a failure part way puts `old` back."""
     try:
-        if len(content) > len(old):
+        if len(content) > len(old) and hasattr(os, "posix_fallocate"):  # not on macOS
             try:
                 os.posix_fallocate(descriptor, 0, len(content))
             except OSError as exc:
