@@ -17,7 +17,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import run_checks
 from obsidian_mcp.editing.journal import EditJournal
 from obsidian_mcp.editing.operations import EditRequest
-from obsidian_mcp.editing.service import Editor
+from obsidian_mcp.editing.service import Editor, Receipt
 from obsidian_mcp.editing.targets import EditRefused
 from obsidian_mcp.errors import PathRefused
 from obsidian_mcp.server.app import open_editor, open_vault
@@ -41,6 +41,18 @@ def _place(file: Path, data: bytes | str, *, at: float = LONG_AGO) -> Path:
 
 def _editor(vault: Vault, tmp_path: Path) -> Editor:
     return Editor(vault, EditJournal(tmp_path / "journal.sqlite3"), protected=lambda _: False)
+
+
+async def _server_edit(settings: Settings, path: str, request: EditRequest) -> Receipt:
+    """The edit as a server started with `settings` makes it."""
+    async with build_http_client(settings) as http:
+        vault, _ = await open_vault(settings, http)
+        assert vault is not None
+        editor = open_editor(settings, vault)
+        try:
+            return await editor.edit(path, request)
+        finally:
+            editor.close()
 
 
 # -- item 4: every attempt runs every check -------------------------------------------
@@ -165,15 +177,8 @@ async def test_a_folder_and_a_key_of_two_vaults_refuse_edits(tmp_path: Path, evi
             _place(folder / name, f"# {name[:-3]}\n\nOther words.\n")
     with StandinProcess(served, smart="off") as process:
         settings = rest_settings(process, tmp_path / "config", vault_path=folder)
-        async with build_http_client(settings) as http:
-            vault, _ = await open_vault(settings, http)
-            assert vault is not None
-            editor = open_editor(settings, vault)
-            try:
-                with pytest.raises(OtherVault, match="not the same vault"):
-                    await editor.edit("Home.md", EditRequest("append", "Home", "- x"))
-            finally:
-                editor.close()
+        with pytest.raises(OtherVault, match="not the same vault"):
+            await _server_edit(settings, "Home.md", EditRequest("append", "Home", "- x"))
         report = await run_checks(settings)
         [same] = [check for check in report.checks if check.name == "same vault"]
         assert same.outcome == "fail", same
@@ -182,12 +187,7 @@ async def test_a_folder_and_a_key_of_two_vaults_refuse_edits(tmp_path: Path, evi
         report = await run_checks(settings)
         [same] = [check for check in report.checks if check.name == "same vault"]
         assert same.outcome == "ok", same
-        async with build_http_client(settings) as http:
-            vault, _ = await open_vault(settings, http)
-            assert vault is not None
-            editor = open_editor(settings, vault)
-            await editor.edit("Home.md", EditRequest("append", "Home", "- agreed"))
-            editor.close()
+        await _server_edit(settings, "Home.md", EditRequest("append", "Home", "- agreed"))
     assert (served / "Home.md").read_text("utf-8").endswith("- agreed\n")
 
 
@@ -207,12 +207,7 @@ async def test_with_obsidian_closed_the_folder_is_edited(tmp_path: Path) -> None
             "index_meaning_wait_seconds": 0,
         }
     )
-    async with build_http_client(settings) as http:
-        vault, _ = await open_vault(settings, http)
-        assert vault is not None
-        editor = open_editor(settings, vault)
-        await editor.edit("Log.md", EditRequest("append", "Log", "- offline"))
-        editor.close()
+    await _server_edit(settings, "Log.md", EditRequest("append", "Log", "- offline"))
     assert (folder / "Log.md").read_text("utf-8").endswith("- offline\n")
 
 
