@@ -79,6 +79,7 @@ from obsidian_mcp.editing.operations import EditRequest, apply_edit
 from obsidian_mcp.editing.service import Editor, Receipt
 from obsidian_mcp.editing.targets import EditRefused
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.sources import swap
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.recovery import RecoveryLog
 from obsidian_mcp.sources.rest import RestSource, build_http_client
@@ -1379,6 +1380,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--rival-repeat", type=int, default=RivalPlan().repeat, help="runs of each scenario"
     )
+    parser.add_argument(
+        "--no-lease",
+        action="store_true",
+        help="the agent of the user races writes without the write lease (as on systems "
+        "without one), to measure what the lease does",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="keep the vaults in DIR")
     parser.add_argument(
         "--out",
@@ -1413,6 +1420,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ):
         if unknown := [g for g in given if g not in known]:
             parser.error(f"unknown {name}(s): {unknown}")
+    if args.no_lease:
+        swap._LEASES = False  # pyright: ignore[reportPrivateUsage]
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
         outcomes, rivals = _both(args.keep, plan, rival_plan)

@@ -1,10 +1,13 @@
 """The REST client against the stand-in over real sockets: versions, TLS, auth, paths."""
 
 import logging
+import socket
 from pathlib import Path
 
+import anyio
 import pytest
 
+from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import (
     AuthRejected,
     CertificateUntrusted,
@@ -121,3 +124,25 @@ async def test_smart_search_unavailable_is_asked_once(tmp_path: Path) -> None:
                 await rest.smart_search("anything", folders=None, limit=5)
             calls = {k: v for k, v in standin.stats()["by_route"].items() if "smart" in k}
     assert list(calls.values()) == [1], calls
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_in_its_tls_handshake_closes_its_socket(tmp_path: Path) -> None:
+    """httpcore closes the socket of a handshake that fails, not of one that is cancelled
+    (a tool call the client cancels, a server stopping): such a socket stayed open until
+    the garbage collector found it, with a ResourceWarning that the test settings make an
+    error wherever it lands."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        settings = Settings.model_validate(
+            {"host": "127.0.0.1", "port": listener.getsockname()[1], "config_dir": tmp_path}
+        )
+        async with build_http_client(settings, verify=False) as http:
+            # The server accepts and never answers the ClientHello.
+            with anyio.move_on_after(0.3) as scope:
+                await http.get("/")
+            assert scope.cancelled_caught
+            connection, _ = listener.accept()
+            with connection:
+                connection.settimeout(5.0)
+                while connection.recv(4096):  # the ClientHello, then the end of the stream
+                    pass

@@ -17,6 +17,7 @@ from typing import Any, Literal, cast
 from urllib.parse import quote
 
 import anyio
+import httpcore
 import httpx
 from tenacity import (
     AsyncRetrying,
@@ -164,6 +165,82 @@ def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
         raise CertificateUnusable(str(cert), exc.strerror or str(exc)) from exc
 
 
+class _ClosedWhenCancelled(httpcore.AsyncNetworkStream):
+    """A connection whose socket is closed when its TLS handshake is cancelled.
+
+    httpcore's anyio backend closes the socket when the handshake fails with an Exception
+    only (`AnyIOStream.start_tls`, `except Exception`); a cancellation (a tool call the
+    client cancels, the server stopping while it reads the vault) left it open, one file
+    descriptor each, reported as an unclosed transport at exit."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+        self._stream = stream
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._stream.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            return await self._stream.start_tls(ssl_context, server_hostname, timeout)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._stream.aclose()
+            raise
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _ClosingBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self, backend: httpcore.AsyncNetworkBackend) -> None:
+        self._backend = backend
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _ClosedWhenCancelled(stream)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._backend.connect_unix_socket(path, timeout, socket_options)
+        return _ClosedWhenCancelled(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+def _transport(verify: ssl.SSLContext | bool) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport, over connections closed when cancelled mid-handshake.
+    httpx lets no one choose httpcore's network backend but through its pool's private
+    attribute; an httpx without it keeps its own backend (and the leak)."""
+    transport = httpx.AsyncHTTPTransport(verify=verify)
+    pool = transport._pool  # pyright: ignore[reportPrivateUsage]
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _ClosingBackend(backend)  # pyright: ignore[reportPrivateUsage]
+    else:
+        logger.debug("httpx's connection pool has no network backend to wrap")
+    return transport
+
+
 def build_http_client(
     settings: Settings,
     *,
@@ -175,12 +252,13 @@ def build_http_client(
     headers: dict[str, str] = {}
     if settings.api_key is not None:
         headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    verified = tls_verification(settings) if verify is None else verify
     return httpx.AsyncClient(
         base_url=settings.base_url,
         headers=headers,
-        verify=tls_verification(settings) if verify is None else verify,
+        verify=verified,
         timeout=httpx.Timeout(settings.request_timeout, connect=settings.connect_timeout),
-        transport=transport,
+        transport=transport if transport is not None else _transport(verified),
     )
 
 
@@ -276,9 +354,10 @@ class RestSource:
         """Whether Obsidian answers `GET /` within `seconds`, without retries: the cheap
         check that an outage is over."""
         try:
-            with anyio.fail_after(seconds):
-                response = await self._http.get("/")
-        except (TimeoutError, httpx.HTTPError):
+            # httpx's own timeout, not a cancellation: a request cancelled while it
+            # connects leaves its socket open (anyio's connect tasks), one per probe.
+            response = await self._http.get("/", timeout=seconds)
+        except httpx.HTTPError:
             return False
         return response.status_code < 500
 
