@@ -116,3 +116,25 @@ async def test_a_link_that_leaves_the_vault_is_refused(tmp_path: Path) -> None:
     finally:
         editor.close()
     assert outside.read_text("utf-8") == NOTE
+
+
+@pytest.mark.anyio
+async def test_a_loop_of_links_is_neither_listed_nor_followed(tmp_path: Path) -> None:
+    """Two links pointing at each other lead to no file: the vault still lists, reads and
+    edits its notes, and the loop itself is refused with what it is (it used to stop every
+    listing with Python's "Symlink loop" error)."""
+    vault_dir = tmp_path / "vault"
+    _place(vault_dir / "Report.md", NOTE)
+    (vault_dir / "Loop A.md").symlink_to("Loop B.md")
+    (vault_dir / "Loop B.md").symlink_to("Loop A.md")
+    vault = Vault(None, FolderSource(vault_dir))
+    assert list(await vault.note_stats()) == ["Report.md"]
+    editor = _editor(vault_dir, tmp_path)
+    try:
+        await editor.edit("Report.md", EditRequest("append", "Log", "- second"))
+        with pytest.raises(PathRefused, match="loop of links"):
+            await editor.edit("Loop A.md", EditRequest("append", "Log", "- lost"))
+        with pytest.raises(PathRefused, match="loop of links"):
+            await vault.read_note("Loop B.md")
+    finally:
+        editor.close()

@@ -1,7 +1,7 @@
 """The in-place write of `sources/swap.py` against other processes writing the note: a
 save that opens the note during the write waits for it and then wins; without a lease a
 change between the compare and the write is still seen; a write the disk cannot take
-leaves the note as it was."""
+leaves the note as it was; lines appended right after the write leave the edit standing."""
 
 import fcntl
 import os
@@ -94,6 +94,30 @@ def test_without_a_lease_a_change_before_the_write_is_seen(
     monkeypatch.setattr(swap, "_begin", begin)
     replace_if_unchanged(note, "n.md", USER, USER + "- agent\n")
     assert note.read_text("utf-8") == USER + "- agent\n"
+
+
+def test_lines_appended_right_after_the_write_leave_the_edit_standing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program appending to the note (`echo >>`, a logger) just after the write: the edit
+    stands. It was reported as a conflict, so the editor refused an edit it had written
+    ("nothing was written") or made it a second time."""
+    note = tmp_path / "n.md"
+    note.write_text(OLD, "utf-8")
+    check_after = swap._check_after  # pyright: ignore[reportPrivateUsage]
+
+    def appended_meanwhile(descriptor: int, target: Path, *args: object) -> None:
+        with target.open("a", encoding="utf-8") as other:
+            other.write("- logged\n")
+        check_after(descriptor, target, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(swap, "_check_after", appended_meanwhile)
+    replace_if_unchanged(note, "n.md", OLD, NEW)
+    assert note.read_text("utf-8") == NEW + "- logged\n"
+    # An edit that cuts the note's end cannot tell lines appended after it from a save of
+    # the old text with lines added: a conflict, as before.
+    with pytest.raises(NoteChanged):
+        replace_if_unchanged(note, "n.md", NEW + "- logged\n", OLD)
 
 
 # The write, in a process whose files may not grow past the note's size (as a full disk).

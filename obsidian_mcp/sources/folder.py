@@ -123,7 +123,13 @@ class FolderSource:
         return f"vault folder {self._root}"
 
     def _resolve(self, path: str) -> Path:
-        """The file for a vault path; refuses a symlink that points outside the vault."""
+        """The file for a vault path; refuses a symlink that points outside the vault, or
+        round a loop of links."""
+        if self._in_loop(path):
+            raise PathRefused(
+                f"{path!r} is a link that leads round a loop of links, to no file; it is not "
+                "followed. Point the link at a note (or remove it), or read another note."
+            )
         if self._leaves(path):
             raise PathRefused(
                 f"{path!r} is a link that points outside the vault; it is not followed. "
@@ -185,7 +191,18 @@ class FolderSource:
                 continue
             yield path, entry
 
+    def _in_loop(self, path: str) -> bool:
+        try:
+            os.stat(self._root / path)
+        except OSError as exc:
+            return exc.errno == errno.ELOOP
+        return False
+
     def _leaves(self, path: str) -> bool:
+        """Whether `path` leads out of the vault, or nowhere (a loop of links, which
+        Python before 3.13 cannot resolve): neither is followed or listed."""
+        if self._in_loop(path):
+            return True
         real = (self._root / path).resolve()
         return real != self._root and not real.is_relative_to(self._root)
 

@@ -20,9 +20,10 @@ no compare-and-swap and the user's editor takes no lock, so:
 5. The lease is released. If another process tried to open the note meanwhile, a save
    may now write into it: a moment later the note is checked once more, and if a save
    replaced the text (a save writes a whole text: the user's, read before the edit), the
-   edit reports a conflict and is made again on that text. A save by rename (write a
-   sibling, rename it over the note) opens nothing, so no lease holds it back: it is seen
-   because the path then names another file, whose text is the user's.
+   edit reports a conflict and is made again on that text; lines a program appended
+   after the edit's text (`echo >>`, a logger) leave the edit standing. A save by rename
+   (write a sibling, rename it over the note) opens nothing, so no lease holds it back:
+   it is seen because the path then names another file, whose text is the user's.
 
 Without a lease (other systems, network and FUSE filesystems, a note some program keeps
 open for longer than LEASE_WAIT_SECONDS) step 2 is a check of the file's stat right before
@@ -269,7 +270,7 @@ def rewrite_if_unchanged(
                     raise _Replaced
                 _write_in_place(descriptor, content, current, path, record)
                 written = os.fstat(descriptor)
-                whole = _read_all(descriptor) == content
+                whole = _holds(_read_all(descriptor), content, current)
             finally:
                 # Without a lease nobody can be known not to have opened the note meanwhile.
                 tried = _release_lease(descriptor) if leased else True
@@ -327,8 +328,20 @@ def _check_after(
     if _same_file(os.fstat(descriptor), written):
         return
     now = _read_all(descriptor)
-    if now != content:
+    if not _holds(now, content, old):
         raise _changed(path, now)
+
+
+def _holds(now: bytes, content: bytes, old: bytes) -> bool:
+    """Whether the note holds the text written, whole: as written, or with lines another
+    program appended after it (`echo >>`, a logger); the edit stands then, and a conflict
+    would make it again on top of itself. Where the text written begins the old text (an
+    edit that cut the note's end), a save of the old text with lines added would look the
+    same: a conflict then."""
+    appended = now.startswith(content) and not old.startswith(content)
+    if appended and now != content:
+        logger.info("another program appended to the note right after an edit; the edit stands")
+    return now == content or appended
 
 
 def replace_if_unchanged(
