@@ -98,20 +98,27 @@ async def run_case(editor: Editor, vault_dir: Path, case: EditCase) -> list[str]
     if _read(file) != case.before:
         return [f"undo gave {_read(file)!r}, not the original bytes"]
     problems += await _undo_after_change_is_refused(editor, file, case)
+    problems += await _undo_after_change_nearby(editor, file, case)
     _place(file, case.before)
     return problems
 
 
+def _texts(case: EditCase) -> tuple[str, str]:
+    assert case.after is not None
+    return (case.before or b"").decode("utf-8"), case.after.decode("utf-8")
+
+
 async def _undo_after_change_is_refused(editor: Editor, file: Path, case: EditCase) -> list[str]:
+    _place(file, case.before)
     receipt = await editor.edit(case.vault_path(), case.request)
-    assert receipt.edit_id is not None and case.after is not None
-    before = (case.before or b"").decode("utf-8")
-    after = case.after.decode("utf-8")
+    assert receipt.edit_id is not None
+    before, after = _texts(case)
     span = changed_span(before, after)
-    # Someone changes the text the edit wrote (its middle; where it only removed text,
-    # right where the text was).
+    # Someone changes the text the edit wrote: a character in its middle becomes "USER"
+    # (where it only removed text, "USER" goes right where the text was).
     middle = span.start + (span.new_end - span.start) // 2
-    changed = after[:middle] + "USER" + after[middle:]
+    replaced = 1 if span.new_end > span.start else 0
+    changed = after[:middle] + "USER" + after[middle + replaced :]
     file.write_bytes(changed.encode("utf-8"))
     try:
         await editor.undo(receipt.edit_id)
@@ -120,3 +127,32 @@ async def _undo_after_change_is_refused(editor: Editor, file: Path, case: EditCa
             return ["a refused undo changed the file"]
         return []
     return ["undo went ahead after the edited text changed"]
+
+
+# Far enough from an edit to leave what undo matches on intact, near enough that the
+# context the journal keeps (40 characters either side) changed.
+_NEARBY_CHARS = 20
+
+
+async def _undo_after_change_nearby(editor: Editor, file: Path, case: EditCase) -> list[str]:
+    """Text typed next to an edit (not in it) does not stop its undo, and stays."""
+    before, after = _texts(case)
+    span = changed_span(before, after)
+    if span.start >= _NEARBY_CHARS:
+        at, at_before = span.start - _NEARBY_CHARS, span.start - _NEARBY_CHARS
+    elif len(after) - span.new_end >= _NEARBY_CHARS:
+        at, at_before = span.new_end + _NEARBY_CHARS, span.old_end + _NEARBY_CHARS
+    else:
+        return []
+    _place(file, case.before)
+    receipt = await editor.edit(case.vault_path(), case.request)
+    assert receipt.edit_id is not None
+    file.write_bytes((after[:at] + "USER" + after[at:]).encode("utf-8"))
+    try:
+        await editor.undo(receipt.edit_id)
+    except EditRefused as refused:
+        return [f"undo refused after a change near the edit: {refused}"]
+    expected = before[:at_before] + "USER" + before[at_before:]
+    if file.read_bytes() != expected.encode("utf-8"):
+        return [f"undo after a nearby change gave {file.read_bytes()!r}, not {expected!r}"]
+    return []

@@ -36,7 +36,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.swap import NoteChanged
-from obsidian_mcp.text.versions import version_of
+from obsidian_mcp.text.versions import is_version_token, version_of
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,9 @@ USER_EDIT_SECONDS = 5.0
 # An edit without a version whose note changed elsewhere between the read and the write
 # is made again on the new text this many times, when its own section did not change.
 _REAPPLY_ATTEMPTS = 3
+# Where an edit only removed text, undo finds the place by the text that met there: this
+# many characters either side must still meet (fewer make chance matches likely).
+_REMOVAL_CONTEXT_CHARS = 16
 # Lines of a changed section a refusal shows.
 _CHANGED_LINES_SHOWN = 8
 
@@ -181,14 +184,21 @@ class Editor:
         before, after = _target_text(path, text, request), _target_text(path, current, request)
         if before != after:
             raise EditRefused(
-                f"{path!r} changed while this edit was made, in its target: "
-                f"{_what_changed(before, after)} Nothing was written; read the section "
-                f"again (version {self._vault.handed_out(current)}) and edit that."
+                f"{path!r} changed while this edit was made, {_what_changed(before, after)} "
+                f"Nothing was written; read the section again (version "
+                f"{self._vault.handed_out(current)}) and edit that."
             )
         return current
 
     def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
         now = self._vault.handed_out(current)
+        if not is_version_token(version):
+            return (
+                f"{excerpt(version, 40)} is not a version this server hands out (a version is "
+                "12 hexadecimal characters, from vault_read_note, vault_peek_file or an "
+                f"edit's receipt); nothing was written. {path!r} is at version {now}: pass "
+                "that after reading the note, or leave version out."
+            )
         old = self._vault.recent.get(version)
         if old is None:
             what = "Its target now reads: " + _what_changed(
@@ -269,12 +279,12 @@ class Editor:
     ) -> Receipt:
         new = applied.text
         if new == old and not dry_run:
-            note = note or "The note already read so; nothing was written."
+            note = note or "The note already reads so; nothing was written."
         return Receipt(
             path=path,
             operation=operation,
             target=applied.target,
-            diff=diff_lines(old, new, changed_span(old, new)),
+            diff=diff_lines(old, new),
             chars_before=len(old),
             chars_after=len(new),
             version=self._vault.handed_out(new if not dry_run else old),
@@ -368,22 +378,44 @@ def _exists(path: str) -> str:
 
 
 def _locate(current: str, entry: JournalEntry) -> int | None:
-    """Where the edit's new text still stands: at its place, or (lines above moved) the
-    one place its text and context occur."""
+    """Where the edit's new text still stands, or None when it changed or cannot be told
+    apart. Text around it may have changed (a line typed just above): the span itself is
+    what undo takes back. Of several places holding the span, the one whose surroundings
+    still read as recorded wins (both sides, then one), then the recorded place. A removal
+    left no text: its place is where the text before and after it still meet."""
     assert entry.new_text is not None
-    at = entry.start
-    end = at + len(entry.new_text)
-    if (
-        current[at:end] == entry.new_text
-        and current[max(0, at - len(entry.before)) : at] == entry.before
-        and current[end : end + len(entry.after)] == entry.after
-    ):
-        return at
-    needle = entry.before + entry.new_text + entry.after
-    first = current.find(needle)
-    if first < 0 or current.find(needle, first + 1) >= 0:
+    new, before, after = entry.new_text, entry.before, entry.after
+    if new:
+        places = _occurrences(current, new)
+        if len(places) == 1:
+            return places[0]
+    else:
+        side = _REMOVAL_CONTEXT_CHARS
+        join = before[-side:] + after[:side]
+        places = [at + len(before[-side:]) for at in _occurrences(current, join)]
+
+    def fit(at: int) -> tuple[int, bool]:
+        sides = (current[max(0, at - len(before)) : at] == before) + (
+            current[at + len(new) : at + len(new) + len(after)] == after
+        )
+        return sides, at == entry.start
+
+    if not places:
         return None
-    return first + len(entry.before)
+    best = max(map(fit, places))
+    winners = [at for at in places if fit(at) == best]
+    if len(winners) != 1 or (new and best == (0, False)):
+        return None
+    return winners[0]
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
 
 
 def _target_text(path: str, text: str, request: EditRequest) -> str:

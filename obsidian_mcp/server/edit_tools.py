@@ -33,7 +33,12 @@ def format_receipt(receipt: Receipt) -> str:
     ]
     if receipt.edit_id:
         facts.append(f"edit_id {receipt.edit_id}")
-    head = "Dry run, nothing written: " if receipt.dry_run else "Edited "
+    if receipt.dry_run:
+        head = "Dry run, nothing written: "
+    elif receipt.edit_id is None:
+        head = "Nothing changed: "
+    else:
+        head = "Edited "
     lines = [head + receipt.path + " · " + " · ".join(facts)]
     if receipt.note:
         lines.append(receipt.note)
