@@ -317,12 +317,17 @@ def _check_fields(changed: str, key: str, value: object, before: dict[str, objec
     after: dict[str, object] = {}
     if span is not None:
         start, closing = span
-        after = _values(
-            _load(
-                "".join(line.text + "\n" for line in lines[start:closing]),
-                "The changed frontmatter",
+        try:
+            after = _values(
+                _round_trip().load("".join(line.text + "\n" for line in lines[start:closing]))
             )
-        )
+        except (YAMLError, ValueError) as error:
+            # An alias elsewhere whose anchor went with the old value, say.
+            raise EditRefused(
+                f"Setting {key!r} would change other frontmatter fields (the frontmatter would "
+                f"no longer read: {excerpt(str(error).splitlines()[0], 120)}); nothing was "
+                "written. Edit the frontmatter in Obsidian."
+            ) from error
     before = {k: v for k, v in before.items() if k != key}
     written = after.pop(key, None)
     if isinstance(value, str) and written != repr(value):

@@ -147,8 +147,10 @@ class _Content:
     blocks: tuple[Block, ...]
 
     @classmethod
-    def of(cls, texts: list[str]) -> "_Content":
-        blocks = parse_structure("", "\n".join(texts))[1]
+    def of(cls, texts: list[str], prefix: str = "") -> "_Content":
+        """`texts` as they are to be written; `prefix` what each starts with there (a
+        nested item's indentation), which is not the content's own."""
+        blocks = parse_structure("", _alone(texts, prefix))[1]
         if blocks and not blocks[-1].closed:
             raise EditRefused(
                 f"The content opens {_UNCLOSED[blocks[-1].kind]} at its line "
@@ -168,6 +170,14 @@ class _Content:
         return bool(self.texts) and all(_TABLE_ROW_RE.match(text) for text in self.texts)
 
 
+def _alone(texts: list[str], prefix: str) -> str:
+    """The lines as they read without the place's prefix (its blank line: without it)."""
+    blank = prefix.rstrip()
+    return "\n".join(
+        "" if prefix and text == blank else text.removeprefix(prefix) for text in texts
+    )
+
+
 def _place(
     structure: NoteStructure,
     span: tuple[int, int],
@@ -176,18 +186,22 @@ def _place(
     lead: bool,
     trail: bool,
     prefix: str = "",
+    keeps: int = 0,
 ) -> list[Line]:
     """The note with lines [start, end) replaced by `texts`: after one blank line where
     `lead` (and the line above is not blank already), before one where `trail`. If the
     result would change a block around the edit, or read the content otherwise than
     alone, a blank line more is tried on either side; refused if that cannot help.
     `prefix`: what the texts' lines start with in place (a nested item's indentation, a
-    quote's "> "); the place's blank line is its blank part (">" inside a quote)."""
+    quote's "> "); the place's blank line is its blank part (">" inside a quote).
+    `keeps`: how many lines after `end` belong with the new text though they stay as they
+    are (a block's own id line), so they are checked as part of it."""
     start, end = span
     lines = list(structure.lines)
     newline = newline_of(join_lines(lines))
     blank = prefix.rstrip()
-    alone = "\n".join(text.removeprefix(prefix) for text in texts)
+    kept = [line.text for line in lines[end : end + keeps]]
+    alone = _alone([*texts, *kept], prefix)
     content_kinds = [leaf.kind for leaf in leaves(parse_structure("", alone)[1])]
     problem = ""
     tried: list[tuple[bool, bool]] = []
@@ -203,7 +217,7 @@ def _place(
         found = changed_around(
             structure,
             NoteStructure.of(structure.note.path, edited),
-            Splice(start, end, start + len(placed)),
+            Splice(start, end + keeps, start + len(placed) + keeps),
             content_kinds,
         )
         if found is None:
@@ -312,30 +326,20 @@ def _top_level(structure: NoteStructure) -> int:
 def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> Applied:
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a block id"))
-    content = _Content.of(_lines_to_add(request))
+    texts = _lines_to_add(request)
     structure = NoteStructure.of(path, split_lines(text))
     target = resolve_block(structure, reference)
-    texts = _at_level(content.texts, target.prefix)
-    # Next to a list item, list content continues the list; anything else is set apart.
-    item = target.kind == "item"
+    content = _Content.of(_at_level(texts, target.prefix), target.prefix)
     if request.operation == "replace":
-        lines = _replace_block(structure, target, content, texts)
-    elif request.operation == "append":
-        at = target.end_line
-        lines = _place(
-            structure,
-            (at, at),
-            texts,
-            lead=not (item and content.starts_as("list")),
-            trail=not (item and content.ends_as("list")),
-            prefix=target.prefix,
-        )
+        lines = _replace_block(structure, target, content)
     else:
-        at = target.first_line
+        # Next to a list item, list content continues the list; anything else is set apart.
+        item = target.kind == "item"
+        at = target.end_line if request.operation == "append" else target.first_line
         lines = _place(
             structure,
             (at, at),
-            texts,
+            content.texts,
             lead=not (item and content.starts_as("list")),
             trail=not (item and content.ends_as("list")),
             prefix=target.prefix,
@@ -351,20 +355,25 @@ def _at_level(texts: list[str], prefix: str) -> list[str]:
     return [prefix + text if text.strip() else prefix.rstrip() for text in texts]
 
 
-def _replace_block(
-    structure: NoteStructure, target: BlockTarget, content: _Content, texts: list[str]
-) -> list[Line]:
-    span = (target.first_line, target.end_line)
-    if target.id_alone:
-        # The id keeps its own line below the new text.
-        end = target.id_line
-        blank = target.prefix.rstrip()
-        while end > target.first_line and _separates(structure.lines[end - 1].text, blank):
-            end -= 1
-        span = (target.first_line, end)
-    else:
-        texts = _with_id(texts, content, target)
-    return _place(structure, span, texts, lead=False, trail=False, prefix=target.prefix)
+def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Content) -> list[Line]:
+    if not target.id_alone:
+        texts = _with_id(content.texts, content, target)
+        span = (target.first_line, target.end_line)
+        return _place(structure, span, texts, lead=False, trail=False, prefix=target.prefix)
+    # The id keeps its own line below the new text (and the blank lines before it).
+    end = target.id_line
+    blank = target.prefix.rstrip()
+    while end > target.first_line and _separates(structure.lines[end - 1].text, blank):
+        end -= 1
+    return _place(
+        structure,
+        (target.first_line, end),
+        content.texts,
+        lead=False,
+        trail=False,
+        prefix=target.prefix,
+        keeps=target.id_line + 1 - end,
+    )
 
 
 def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[str]:

@@ -48,9 +48,10 @@ USER_EDIT_SECONDS = 5.0
 # An edit without a version whose note changed elsewhere between the read and the write
 # is made again on the new text this many times, when its own section did not change.
 _REAPPLY_ATTEMPTS = 3
-# Where an edit only removed text, undo finds the place by the text that met there: this
-# many characters either side must still meet (fewer make chance matches likely).
-_REMOVAL_CONTEXT_CHARS = 16
+# Undo finds an edit's text again by the characters right next to it: this many on a side
+# (the journal keeps 40, so a change a little further away does not stop an undo; fewer
+# would let a chance match of a short span pass).
+_SIDE_CHARS = 16
 # Lines of a changed section a refusal shows.
 _CHANGED_LINES_SHOWN = 8
 
@@ -379,34 +380,44 @@ def _exists(path: str) -> str:
 
 def _locate(current: str, entry: JournalEntry) -> int | None:
     """Where the edit's new text still stands, or None when it changed or cannot be told
-    apart. Text around it may have changed (a line typed just above): the span itself is
-    what undo takes back. Of several places holding the span, the one whose surroundings
-    still read as recorded wins (both sides, then one), then the recorded place. A removal
-    left no text: its place is where the text before and after it still meet."""
+    apart from other places. Text typed near it does not matter: what undo takes back is
+    the span, found with the text right next to it on at least one side (a long span
+    found once needs neither). A removal left no text: its place is where the text on
+    both sides of it still meets. Of several places, the one that keeps more of its
+    surroundings wins, then the recorded one."""
     assert entry.new_text is not None
-    new, before, after = entry.new_text, entry.before, entry.after
-    if new:
-        places = _occurrences(current, new)
-        if len(places) == 1:
-            return places[0]
-    else:
-        side = _REMOVAL_CONTEXT_CHARS
-        join = before[-side:] + after[:side]
-        places = [at + len(before[-side:]) for at in _occurrences(current, join)]
+    new = entry.new_text
 
-    def fit(at: int) -> tuple[int, bool]:
-        sides = (current[max(0, at - len(before)) : at] == before) + (
-            current[at + len(new) : at + len(new) + len(after)] == after
+    def sides(at: int) -> int:
+        return _side_kept(current, entry.before, at, before=True) + _side_kept(
+            current, entry.after, at + len(new), before=False
         )
-        return sides, at == entry.start
 
+    if new:
+        found = _occurrences(current, new)
+        unique_and_long = len(found) == 1 and len(new) >= _SIDE_CHARS
+        places = [at for at in found if unique_and_long or sides(at) > 0]
+    else:
+        join = entry.before[-_SIDE_CHARS:] + entry.after[:_SIDE_CHARS]
+        found = [at + len(entry.before[-_SIDE_CHARS:]) for at in _occurrences(current, join)]
+        places = [at for at in found if sides(at) == 2]
     if not places:
         return None
-    best = max(map(fit, places))
-    winners = [at for at in places if fit(at) == best]
-    if len(winners) != 1 or (new and best == (0, False)):
-        return None
-    return winners[0]
+    ranked = [(sides(at), at == entry.start) for at in places]
+    best = max(ranked)
+    winners = [at for at, rank in zip(places, ranked, strict=True) if rank == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _side_kept(current: str, side: str, at: int, *, before: bool) -> bool:
+    """Whether the text next to `at` still reads as recorded: its nearest characters, and
+    where the recorded side was short because it reached the note's start or end, that
+    edge too."""
+    near = side[-_SIDE_CHARS:] if before else side[:_SIDE_CHARS]
+    reaches_edge = len(side) < _SIDE_CHARS
+    if before:
+        return current.endswith(near, 0, at) and (not reaches_edge or at == len(near))
+    return current.startswith(near, at) and (not reaches_edge or at + len(near) == len(current))
 
 
 def _occurrences(text: str, part: str) -> list[int]:

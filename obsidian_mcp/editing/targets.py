@@ -400,7 +400,8 @@ def _broken(before: NoteStructure, after: NoteStructure, leaf: Leaf, splice: Spl
         None,
     )
     if now is not None and now.kind != leaf.kind:
-        return f"{name} would become part of a {_KIND_NAMES[now.kind]}"
+        within = " in a list item" if any(kind == "item" for kind, _ in now.within) else ""
+        return f"{name} would become part of a {_KIND_NAMES[now.kind]}{within}"
     return (
         f"{name} would run on into the new text or change its place in a list or quote "
         "(content starting with indentation, '---', '===' or an HTML tag can do that): "

@@ -20,7 +20,6 @@ from urllib.parse import unquote
 
 import yaml
 from markdown_it import MarkdownIt
-from markdown_it.ruler import RuleOptionsType
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
@@ -148,11 +147,13 @@ def _obsidian_block(delimiter: str, token_type: str) -> Callable[..., bool]:
 
 def _markdown_parser() -> MarkdownIt:
     # Only the block structure is needed, so the inline pass (the slow half) is skipped.
+    # Obsidian's blocks start where a block can start: a "%%" or "$$" line right below a
+    # paragraph line carries the paragraph on, as CommonMark reads any such line (a
+    # comment opened there is still hidden: `_BlockReader.hide_comment_runs`).
     parser = MarkdownIt("commonmark").enable("table").disable("inline")
-    interrupts: RuleOptionsType = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     for delimiter, token_type in ((_COMMENT, "comment"), (_MATH, "math")):
         rule = _obsidian_block(delimiter, token_type)
-        parser.block.ruler.before("fence", f"obsidian_{token_type}", rule, interrupts)
+        parser.block.ruler.before("fence", f"obsidian_{token_type}", rule)
     return parser
 
 
