@@ -815,16 +815,32 @@ def _check_blocks(before: str, edit: Edit, after: str) -> list[str]:
     kept = [
         leaf for leaf in old if region is None or leaf.end <= region[0] or leaf.first >= region[1]
     ]
-    # Every block the edit did not target, in order, as it was.
+    # Every block the edit did not target, in order, as it was: those above the edit
+    # matched from the top, those below from the bottom (so content that repeats a block,
+    # a second "***", is not taken for it).
+    split = region[0] if region is not None else edit.after_line
+    if split is None:
+        split = edit.before_line if edit.before_line is not None else len(old_lines)
+    above = [leaf for leaf in kept if leaf.end <= split]
+    below = [leaf for leaf in kept if leaf.end > split]
     mapping: dict[int, Leaf] = {}
     position = 0
-    for leaf in kept:
+    for leaf in above:
         while position < len(new) and not _same(leaf, new[position], last_line):
             position += 1
         if position == len(new):
             return [f"the {leaf.kind} at line {leaf.first + 1} changed: {leaf.text!r}"]
         mapping[leaf.first] = new[position]
         position += 1
+    lowest = position
+    position = len(new) - 1
+    for leaf in reversed(below):
+        while position >= lowest and not _same(leaf, new[position], last_line):
+            position -= 1
+        if position < lowest:
+            return [f"the {leaf.kind} at line {leaf.first + 1} changed: {leaf.text!r}"]
+        mapping[leaf.first] = new[position]
+        position -= 1
     # The content is there, between its neighbours, and visible.
     low = max(
         (

