@@ -88,6 +88,7 @@ def apply_edit(path: str, text: str, request: EditRequest) -> Applied:
 
 def _apply(path: str, text: str, request: EditRequest) -> Applied:
     operation = request.operation
+    _refuse_missing_content(request)
     if operation == "replace_text":
         return _replace_text(text, request)
     target = _required_target(request)
@@ -117,6 +118,25 @@ def _refuse_what_is_not_text(request: EditRequest) -> None:
                 "text note can hold: the note would become unreadable as text. Nothing was "
                 f"written. Send the {name} without it."
             )
+
+
+# What replace, replace_text and set write when the content is "": a missing content is
+# refused, not read as "" (a client that sent the word null, parsed on the way as JSON
+# null, would otherwise delete the text it meant to write: issue 25).
+_EMPTY_CONTENT_MEANS = {
+    "replace": 'the new text (content "" empties the section body or the block)',
+    "replace_text": 'the text to put in its place (content "" deletes the target text)',
+    "set": 'the value (content "" for an empty value)',
+}
+
+
+def _refuse_missing_content(request: EditRequest) -> None:
+    means = _EMPTY_CONTENT_MEANS.get(request.operation)
+    if means is not None and request.content is None:
+        raise EditRefused(
+            f"{request.operation} needs content: {means}. No content was received, so "
+            "nothing was written."
+        )
 
 
 def _required_target(request: EditRequest) -> str:
