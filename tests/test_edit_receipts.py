@@ -5,6 +5,8 @@ vault folder."""
 
 import os
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -48,36 +50,38 @@ def test_a_diff_shows_blank_lines_added_and_removed() -> None:
     assert diff_lines("## Next", "## Next\n- ship") == ["@@ line 2 @@", " ## Next", "+- ship"]
 
 
-async def test_undo_goes_ahead_when_only_text_near_the_edit_changed(tmp_path: Path) -> None:
+@asynccontextmanager
+async def _ticked_task(tmp_path: Path) -> AsyncIterator[tuple[Path, Editor, str]]:
+    """A task list whose first task an edit ticked: the note's file, the editor, the
+    edit's id."""
     file = _write(tmp_path, "## Tasks\n- [ ] write report ^w\n- [ ] call Ann\n")
     editor = _editor(Vault(None, FolderSource(tmp_path)), tmp_path)
     try:
         receipt = await editor.edit(NOTE, EditRequest("replace", "^w", "- [x] write report"))
         assert receipt.edit_id is not None
+        yield file, editor, receipt.edit_id
+    finally:
+        editor.close()
+
+
+async def test_undo_goes_ahead_when_only_text_near_the_edit_changed(tmp_path: Path) -> None:
+    async with _ticked_task(tmp_path) as (file, editor, edit_id):
         # The user types on the lines right above and below the edit.
         file.write_text("## Tasks (today)\n- [x] write report ^w\n- [ ] call Ann now\n", "utf-8")
-        await editor.undo(receipt.edit_id)
+        await editor.undo(edit_id)
         assert (
             file.read_text("utf-8")
             == "## Tasks (today)\n- [ ] write report ^w\n- [ ] call Ann now\n"
         )
-    finally:
-        editor.close()
 
 
 async def test_undo_is_refused_when_the_edited_text_changed(tmp_path: Path) -> None:
-    file = _write(tmp_path, "## Tasks\n- [ ] write report ^w\n- [ ] call Ann\n")
-    editor = _editor(Vault(None, FolderSource(tmp_path)), tmp_path)
-    try:
-        receipt = await editor.edit(NOTE, EditRequest("replace", "^w", "- [x] write report"))
-        assert receipt.edit_id is not None
+    async with _ticked_task(tmp_path) as (file, editor, edit_id):
         changed = "## Tasks\n- [-] write report ^w\n- [ ] call Ann\n"
         file.write_text(changed, "utf-8")
         with pytest.raises(EditRefused, match="has changed since"):
-            await editor.undo(receipt.edit_id)
+            await editor.undo(edit_id)
         assert file.read_text("utf-8") == changed
-    finally:
-        editor.close()
 
 
 async def test_a_version_not_handed_out_is_named_as_such(tmp_path: Path) -> None:
