@@ -15,6 +15,7 @@ from obsidian_mcp.text.markdown import (
     Section,
     find_section,
     gist,
+    heading_reference,
     parse_note,
     resolve_link,
 )
@@ -72,7 +73,7 @@ def window_end(text: str, offset: int, max_chars: int) -> int:
 
 
 def _section_label(section: Section) -> str:
-    return " > ".join(section.path)
+    return heading_reference(section.path)
 
 
 async def read_note_window(

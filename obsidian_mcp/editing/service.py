@@ -36,7 +36,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.swap import NoteChanged
-from obsidian_mcp.text.versions import version_of
+from obsidian_mcp.text.versions import is_version_token, version_of
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,10 @@ CLOCK_AHEAD_SECONDS = 2.0
 # An edit without a version whose note changed elsewhere between the read and the write
 # is made again on the new text this many times, when its own section did not change.
 _REAPPLY_ATTEMPTS = 3
+# Undo finds an edit's text again by the characters right next to it: this many on a side
+# (the journal keeps 40, so a change a little further away does not stop an undo; fewer
+# would let a chance match of a short span pass).
+_SIDE_CHARS = 16
 # Lines of a changed section a refusal shows.
 _CHANGED_LINES_SHOWN = 8
 
@@ -193,13 +197,20 @@ class Editor:
         before, after = _target_text(path, text, request), _target_text(path, current, request)
         if before != after:
             raise EditRefused(
-                f"{path!r} changed while this edit was made, in its target: "
-                f"{_what_changed(before, after)} Nothing was written; read the section "
-                f"again (version {self._vault.handed_out(current)}) and edit that."
+                f"{path!r} changed while this edit was made, {_what_changed(before, after)} "
+                f"Nothing was written; read the section again (version "
+                f"{self._vault.handed_out(current)}) and edit that."
             )
 
     def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
         now = self._vault.handed_out(current)
+        if not is_version_token(version):
+            return (
+                f"{excerpt(version, 40)} is not a version this server hands out (a version is "
+                "12 hexadecimal characters, from vault_read_note, vault_peek_file or an "
+                f"edit's receipt); nothing was written. {path!r} is at version {now}: pass "
+                "that after reading the note, or leave version out."
+            )
         old = self._vault.recent.get(version)
         if old is None:
             what = "Its target now reads: " + _what_changed(
@@ -295,12 +306,12 @@ class Editor:
     ) -> Receipt:
         new = applied.text
         if new == old and not dry_run:
-            note = note or "The note already read so; nothing was written."
+            note = note or "The note already reads so; nothing was written."
         return Receipt(
             path=path,
             operation=operation,
             target=applied.target,
-            diff=diff_lines(old, new, changed_span(old, new)),
+            diff=diff_lines(old, new),
             chars_before=len(old),
             chars_after=len(new),
             version=self._vault.handed_out(new if not dry_run else old),
@@ -406,22 +417,54 @@ def _exists(path: str) -> str:
 
 
 def _locate(current: str, entry: JournalEntry) -> int | None:
-    """Where the edit's new text still stands: at its place, or (lines above moved) the
-    one place its text and context occur."""
+    """Where the edit's new text still stands, or None when it changed or cannot be told
+    apart from other places. Text typed near it does not matter: what undo takes back is
+    the span, found with the text right next to it on at least one side (a long span
+    found once needs neither). A removal left no text: its place is where the text on
+    both sides of it still meets. Of several places, the one that keeps more of its
+    surroundings wins, then the recorded one."""
     assert entry.new_text is not None
-    at = entry.start
-    end = at + len(entry.new_text)
-    if (
-        current[at:end] == entry.new_text
-        and current[max(0, at - len(entry.before)) : at] == entry.before
-        and current[end : end + len(entry.after)] == entry.after
-    ):
-        return at
-    needle = entry.before + entry.new_text + entry.after
-    first = current.find(needle)
-    if first < 0 or current.find(needle, first + 1) >= 0:
+    new = entry.new_text
+
+    def sides(at: int) -> int:
+        return _side_kept(current, entry.before, at, before=True) + _side_kept(
+            current, entry.after, at + len(new), before=False
+        )
+
+    if new:
+        found = _occurrences(current, new)
+        unique_and_long = len(found) == 1 and len(new) >= _SIDE_CHARS
+        places = [at for at in found if unique_and_long or sides(at) > 0]
+    else:
+        join = entry.before[-_SIDE_CHARS:] + entry.after[:_SIDE_CHARS]
+        found = [at + len(entry.before[-_SIDE_CHARS:]) for at in _occurrences(current, join)]
+        places = [at for at in found if sides(at) == 2]
+    if not places:
         return None
-    return first + len(entry.before)
+    ranked = [(sides(at), at == entry.start) for at in places]
+    best = max(ranked)
+    winners = [at for at, rank in zip(places, ranked, strict=True) if rank == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _side_kept(current: str, side: str, at: int, *, before: bool) -> bool:
+    """Whether the text next to `at` still reads as recorded: its nearest characters, and
+    where the recorded side was short because it reached the note's start or end, that
+    edge too."""
+    near = side[-_SIDE_CHARS:] if before else side[:_SIDE_CHARS]
+    reaches_edge = len(side) < _SIDE_CHARS
+    if before:
+        return current.endswith(near, 0, at) and (not reaches_edge or at == len(near))
+    return current.startswith(near, at) and (not reaches_edge or at + len(near) == len(current))
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
 
 
 def _target_text(path: str, text: str, request: EditRequest) -> str:
