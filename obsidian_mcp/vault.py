@@ -462,6 +462,19 @@ class Vault:
                 return  # the entry is written; only the note of it is missing
         self._noted(path, text)
 
+    async def _text_after_append(self, disk: FolderSource, path: str, content: str) -> str | None:
+        """The note's text once `content` is appended on disk (`FolderSource.append` starts
+        it on a line of its own); None when the note cannot be read."""
+        if self._noted is None:
+            return None
+        try:
+            before = (await disk.read_exact(path)).content
+        except NoteNotFound:
+            before = ""
+        except VaultError:
+            return None
+        return before + ("\n" if before and not before.endswith("\n") else "") + content
+
     async def append_entry(self, raw_path: str, content: str) -> str:
         """Append an entry to a note that several writers append to at once (the scratch
         note). The plugin's POST reads the whole note and writes it back, so two at once
@@ -475,6 +488,11 @@ class Vault:
         path = normalize_vault_path(raw_path)
         async with self._lock.held():
             if self._disk is not None:
+                # Noted before it is written, as an edit's text is: an edit of the note in
+                # another process may read it the moment it lands, before the read below.
+                expected = await self._text_after_append(self._disk, path, content)
+                if expected is not None:
+                    await self._note_entry(path, expected)
                 try:
                     await self._disk.append(path, content)
                 finally:
