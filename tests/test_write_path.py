@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -43,16 +45,23 @@ def _editor(vault: Vault, tmp_path: Path) -> Editor:
     return Editor(vault, EditJournal(tmp_path / "journal.sqlite3"), protected=lambda _: False)
 
 
-async def _server_edit(settings: Settings, path: str, request: EditRequest) -> Receipt:
-    """The edit as a server started with `settings` makes it."""
+@asynccontextmanager
+async def _served_editor(settings: Settings) -> AsyncIterator[Editor]:
+    """The editor of a server started with `settings`."""
     async with build_http_client(settings) as http:
         vault, _ = await open_vault(settings, http)
         assert vault is not None
         editor = open_editor(settings, vault)
         try:
-            return await editor.edit(path, request)
+            yield editor
         finally:
             editor.close()
+
+
+async def _server_edit(settings: Settings, path: str, request: EditRequest) -> Receipt:
+    """The edit as a server started with `settings` makes it."""
+    async with _served_editor(settings) as editor:
+        return await editor.edit(path, request)
 
 
 # -- item 4: every attempt runs every check -------------------------------------------
@@ -98,15 +107,8 @@ async def test_invalid_utf8_is_refused_through_rest_alone(tmp_path: Path, versio
     note = _place(vault_dir / "Cafe.md", b"# Caf\xe9\n\nMenu.\n")
     with StandinProcess(vault_dir, plugin_version=version, smart="off") as process:
         settings = rest_settings(process, tmp_path / "config")
-        async with build_http_client(settings) as http:
-            vault, _ = await open_vault(settings, http)
-            assert vault is not None
-            editor = _editor(vault, tmp_path)
-            try:
-                with pytest.raises(Exception, match="not valid UTF-8"):
-                    await editor.edit("Cafe.md", EditRequest("append", "Café", "Soup."))
-            finally:
-                editor.close()
+        with pytest.raises(Exception, match="not valid UTF-8"):
+            await _server_edit(settings, "Cafe.md", EditRequest("append", "Café", "Soup."))
     assert note.read_bytes() == b"# Caf\xe9\n\nMenu.\n"
 
 
@@ -136,26 +138,17 @@ async def test_an_edit_id_does_not_undo_in_another_vault_on_the_same_port(
     cache = {"cache_dir": tmp_path / "cache"}
     with StandinProcess(first, port=port, api_key="a" * 64, smart="off") as process:
         settings = rest_settings(process, tmp_path / "config", **cache)
-        async with build_http_client(settings) as http:
-            vault, _ = await open_vault(settings, http)
-            assert vault is not None
-            editor = open_editor(settings, vault)
-            receipt = await editor.edit("Ideas.md", EditRequest("append", "Ideas", "- new"))
-            editor.close()
+        receipt = await _server_edit(settings, "Ideas.md", EditRequest("append", "Ideas", "- new"))
     assert receipt.edit_id is not None
     before = (second / "Ideas.md").read_bytes()
     with StandinProcess(second, port=port, api_key="b" * 64, smart="off") as process:
         settings = rest_settings(process, tmp_path / "config", **cache)
-        async with build_http_client(settings) as http:
-            vault, _ = await open_vault(settings, http)
-            assert vault is not None
-            editor = open_editor(settings, vault)
+        async with _served_editor(settings) as editor:
             # The same note, the same text: only the journal's key tells the vaults apart.
             await editor.edit("Ideas.md", EditRequest("append", "Ideas", "- new"))
             (second / "Ideas.md").write_bytes(before)
             with pytest.raises(EditRefused, match="No edit"):
                 await editor.undo(receipt.edit_id)
-            editor.close()
     assert (second / "Ideas.md").read_bytes() == before
 
 
@@ -298,19 +291,13 @@ async def test_an_edit_by_another_server_process_is_not_the_user_typing(tmp_path
     done = _cli_edit(vault_dir, tmp_path / "config", "- from the other process")
     assert done.returncode == 0, done.stdout + done.stderr
     settings = folder_settings(vault_dir, tmp_path / "config")
-    async with build_http_client(settings) as http:
-        vault, _ = await open_vault(settings, http)
-        assert vault is not None
-        editor = open_editor(settings, vault)
-        try:
-            # Changed a moment ago, by the server: no "the user could be typing".
-            await editor.edit("Plan.md", EditRequest("append", "Plan", "- from this one"))
-            # Changed a moment ago by someone else: that is the user.
-            note.write_text(note.read_text("utf-8") + "- the user\n", "utf-8")
-            with pytest.raises(EditRefused, match="could be typing"):
-                await editor.edit("Plan.md", EditRequest("append", "Plan", "- too soon"))
-        finally:
-            editor.close()
+    async with _served_editor(settings) as editor:
+        # Changed a moment ago, by the server: no "the user could be typing".
+        await editor.edit("Plan.md", EditRequest("append", "Plan", "- from this one"))
+        # Changed a moment ago by someone else: that is the user.
+        note.write_text(note.read_text("utf-8") + "- the user\n", "utf-8")
+        with pytest.raises(EditRefused, match="could be typing"):
+            await editor.edit("Plan.md", EditRequest("append", "Plan", "- too soon"))
     assert note.read_text("utf-8") == (
         "# Plan\n\n- first\n- from the other process\n- from this one\n- the user\n"
     )
