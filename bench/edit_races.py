@@ -79,7 +79,9 @@ from obsidian_mcp.editing.operations import EditRequest, apply_edit
 from obsidian_mcp.editing.service import Editor, Receipt
 from obsidian_mcp.editing.targets import EditRefused
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.sources import swap
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.recovery import RecoveryLog
 from obsidian_mcp.sources.rest import RestSource, build_http_client
 from obsidian_mcp.sources.swap import NoteChanged
 from obsidian_mcp.text.versions import version_of
@@ -757,7 +759,7 @@ async def run_one(
     vault_dir = work / "vault"
     place_notes(vault_dir, plan)
     if source == "folder":
-        vault = RecordingVault(None, FolderSource(vault_dir))
+        vault = RecordingVault(None, FolderSource(vault_dir, recovery=RecoveryLog(work / "rec")))
         return await race(vault, vault_dir, work, plan, mode, style, label)
     assert version is not None
     async with StandinProcess(vault_dir, plugin_version=version, smart="off") as standin:
@@ -767,7 +769,11 @@ async def run_one(
         async with build_http_client(settings) as http:
             # With the folder known too (both settings, as many users run it), edits are
             # written on disk with the checked swap and the guard asks Obsidian.
-            disk = FolderSource(vault_dir) if source == "rest+folder" else None
+            disk = (
+                FolderSource(vault_dir, recovery=RecoveryLog(work / "rec"))
+                if source == "rest+folder"
+                else None
+            )
             vault = RecordingVault(RestSource(http, settings), disk)
             return await race(vault, vault_dir, work, plan, mode, style, label)
 
@@ -800,6 +806,354 @@ def _progress(o: Outcome) -> str:
         f"{len(o.user_lost)} lost, {o.applied} applied, {o.refused}, "
         f"{len(o.errors)} errors, {o.seconds:.1f} s"
     )
+
+
+# --- several server processes at once -------------------------------------------------
+#
+# Issue 25's second half of the race must-show: server processes of one machine writing
+# one note at once, each acknowledging what it did. "scratch": one process appends scratch
+# entries (`append_scratch`, on disk) while another edits the scratch note; "folder" and
+# "rest": two processes edit one note, through the vault folder, or through the stand-in
+# alone (no folder: read, compare, PUT). Each process is a real server's vault and editor
+# (`open_vault`, `open_editor`): the vault's lock in the shared configuration folder, the
+# journal in the shared cache folder. "rest-unlocked" is the control: the same through
+# REST alone with each process's vault built without the lock, to show what the lock is
+# for. Every acknowledged entry and edit must be in the final note (each process edits its
+# own section, slot lines and frontmatter key, so nothing another process does replaces
+# it), and no refused edit may have written.
+
+RIVAL_NOTE = "races/shared.md"
+SCRATCH_NOTE = "races/scratch.md"
+RIVAL_SCENARIOS = ("scratch", "folder", "rest", "rest-unlocked")
+RIVALS = 2  # processes per run
+# Each edit's kind, in turn: append to the process's own section, replace its own slot
+# line, set its own frontmatter key. The scratch editor appends to a section of its own
+# above the entries, replaces the Status section and sets a key.
+RIVAL_OPS = ("append", "replace_text", "set")
+SCRATCH_OPS = ("append", "replace", "set")
+
+
+@dataclass(frozen=True)
+class RivalPlan:
+    edits: int = 60  # per process
+    versions: tuple[str, ...] = ("5.1.0",)
+    scenarios: tuple[str, ...] = RIVAL_SCENARIOS
+    repeat: int = 3
+
+
+@dataclass
+class RivalOutcome:
+    scenario: str
+    source: str
+    acknowledged_edits: int = 0
+    acknowledged_entries: int = 0
+    lost_edits: list[str] = field(default_factory=list[str])  # false "Edited" receipts
+    lost_entries: list[str] = field(default_factory=list[str])
+    refused: dict[str, int] = field(default_factory=dict[str, int])
+    refused_but_written: list[str] = field(default_factory=list[str])
+    errors: list[str] = field(default_factory=list[str])
+    seconds: float = 0.0
+    runs: int = 1
+
+
+def rival_note(rivals: int, edits: int) -> str:
+    lines = ["---", "title: shared", *(f"rival{n}: none" for n in range(rivals)), "---"]
+    lines += ["# Shared", ""]
+    for n in range(rivals):
+        lines += [f"## Rival {n}", "- start", ""]
+    lines.append("## Slots")
+    lines += [f"- slot r{n}-{s:03d} open" for n in range(rivals) for s in range(edits)]
+    return "\n".join([*lines, ""])
+
+
+def scratch_note() -> str:
+    return "---\nagent: none\n---\n# Scratch\n\n## Status\nnothing yet\n\n## Agent\n- start\n\n"
+
+
+def rival_request(role: str, number: int, index: int) -> tuple[str, EditRequest]:
+    """The edit of process `number`'s `index`th turn, and its token."""
+    token = f"r{number}e{index:03d}"
+    if role == "scratch-editor":
+        op = SCRATCH_OPS[index % len(SCRATCH_OPS)]
+        if op == "append":
+            return token, EditRequest("append", "Agent", f"- agent {token}")
+        if op == "replace":
+            return token, EditRequest("replace", "Status", f"status {token}")
+        return token, EditRequest("set", "agent", token)
+    op = RIVAL_OPS[index % len(RIVAL_OPS)]
+    if op == "append":
+        return token, EditRequest("append", f"Rival {number}", f"- {token}")
+    if op == "replace_text":
+        slot = f"- slot r{number}-{index:03d} open"
+        return token, EditRequest("replace_text", slot, f"- slot r{number}-{index:03d} {token}")
+    return token, EditRequest("set", f"rival{number}", token)
+
+
+async def _rival(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One process's run: its edits or entries, each with how it ended."""
+    from obsidian_mcp.reading import append_scratch
+    from obsidian_mcp.server.app import open_editor, open_vault
+
+    settings = Settings.model_validate(spec["settings"])
+    role, number, go = spec["role"], int(spec["number"]), Path(spec["go"])
+    records: list[dict[str, Any]] = []
+    async with build_http_client(settings) as http:
+        vault, _ = await open_vault(settings, http)
+        assert vault is not None
+        if spec.get("unlocked"):
+            vault = Vault(vault.rest, vault.disk)
+        editor = open_editor(settings, vault)
+        try:
+            while not go.exists():
+                await anyio.sleep(0.001)
+            for index in range(int(spec["count"])):
+                record: dict[str, Any] = {"started": time.monotonic()}
+                try:
+                    if role == "appender":
+                        record["token"] = f"appender {number} entry {index:03d}"
+                        await append_scratch(
+                            vault, spec["path"], record["token"], datetime.now(UTC)
+                        )
+                    else:
+                        record["token"], request = rival_request(role, number, index)
+                        record["op"] = request.operation
+                        await editor.edit(spec["path"], request)
+                    record["ok"] = True
+                except EditRefused as refused:
+                    record["refused"] = refusal_reason(str(refused))
+                    record["why"] = str(refused)[:300]
+                except VaultError as failed:
+                    record["error"] = f"{type(failed).__name__}: {failed}"[:300]
+                record["ended"] = time.monotonic()
+                records.append(record)
+        finally:
+            editor.close()
+    return records
+
+
+def rival_main(args: Sequence[str]) -> None:
+    """A rival process: ``SPEC OUT`` (JSON files). Prints ``ready`` once its vault is open."""
+    spec = json.loads(Path(args[0]).read_text("utf-8"))
+    Path(spec["ready"]).touch()
+    records = anyio.run(_rival, spec)
+    Path(args[1]).write_text(json.dumps(records), "utf-8")
+
+
+def _rival_settings(work: Path, vault_dir: Path, standin: StandinProcess | None) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "config_dir": str(work / "config"),  # shared: the vault's lock files
+        "cache_dir": str(work / "cache"),  # shared: the journal
+        "index_embeddings": False,
+        "memory_meaning": False,
+        "index_meaning_wait_seconds": 0,
+    }
+    if standin is None:
+        values["vault_path"] = str(vault_dir)
+    else:
+        values.update(
+            {
+                "api_key": standin.api_key,
+                "host": "127.0.0.1",
+                "port": standin.port,
+                "cert": standin.cert,
+                "request_timeout": 10.0,
+                "retry_budget": 10.0,
+            }
+        )
+    return values
+
+
+def _run_rivals(work: Path, specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Start every process, let them go at once, collect their records."""
+    go = work / "go"
+    procs: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
+    try:
+        for n, spec in enumerate(specs):
+            spec_file, out, ready = work / f"rival{n}.json", work / f"rival{n}.out", work / f"r{n}"
+            spec_file.write_text(json.dumps({**spec, "go": str(go), "ready": str(ready)}))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bench.edit_races", "--as-rival", str(spec_file), str(out)],
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+            )
+            procs.append((proc, out, ready))
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(ready.exists() for _, _, ready in procs):
+            if time.monotonic() > deadline or any(p.poll() is not None for p, _, _ in procs):
+                raise RuntimeError("a rival process did not start")
+            time.sleep(0.01)
+        time.sleep(0.2)  # each opens its vault after saying so
+        go.touch()
+        results: list[list[dict[str, Any]]] = []
+        for proc, out, _ in procs:
+            if proc.wait(timeout=600) != 0 or not out.exists():
+                raise RuntimeError(f"a rival process failed (exit {proc.returncode})")
+            results.append(json.loads(out.read_text("utf-8")))
+        return results
+    finally:
+        for proc, _, _ in procs:
+            if proc.poll() is None:
+                terminate(proc, grace_seconds=1)
+
+
+def judge_rivals(
+    scenario: str, source: str, results: list[list[dict[str, Any]]], final: str, seconds: float
+) -> RivalOutcome:
+    outcome = RivalOutcome(scenario, source, seconds=seconds)
+    refused: Counter[str] = Counter()
+    for records in results:
+        last_set: dict[str, str] = {}
+        for record in records:
+            token = record.get("token", "?")
+            if "error" in record:
+                outcome.errors.append(f"{token}: {record['error']}")
+            elif "refused" in record:
+                refused[record["refused"]] += 1
+                if token in final:
+                    outcome.refused_but_written.append(f"{token}: {record['why']}")
+            elif "op" not in record:
+                outcome.acknowledged_entries += 1
+                if f"\n\n{token}\n" not in final:
+                    outcome.lost_entries.append(token)
+            else:
+                outcome.acknowledged_edits += 1
+                if record["op"] in ("set", "replace"):
+                    last_set[record["op"]] = token  # the process's later ones replace it
+                elif token not in final:
+                    outcome.lost_edits.append(f"{token} ({record['op']})")
+        outcome.lost_edits += [f"{t} ({op})" for op, t in last_set.items() if t not in final]
+    outcome.refused = {reason: refused[reason] for reason in REASONS}
+    return outcome
+
+
+async def run_rival_scenario(
+    root: Path, plan: RivalPlan, scenario: str, version: str | None
+) -> RivalOutcome:
+    source = "folder" if version is None else f"REST {version}"
+    work = root / f"{scenario}-{source.replace(' ', '-')}"
+    vault_dir = work / "vault"
+    path = SCRATCH_NOTE if scenario == "scratch" else RIVAL_NOTE
+    note = vault_dir / path
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(
+        scratch_note() if scenario == "scratch" else rival_note(RIVALS, plan.edits), "utf-8"
+    )
+    old = time.time() - LONG_AGO_SECONDS
+    os.utime(note, (old, old))
+
+    def specs(standin: StandinProcess | None) -> list[dict[str, Any]]:
+        settings = _rival_settings(work, vault_dir, standin)
+        roles = ["appender", "scratch-editor"] if scenario == "scratch" else ["editor"] * RIVALS
+        return [
+            {
+                "settings": settings,
+                "role": role,
+                "number": n,
+                "count": plan.edits,
+                "path": path,
+                "unlocked": scenario == "rest-unlocked",
+            }
+            for n, role in enumerate(roles)
+        ]
+
+    started = time.monotonic()
+    if version is None:
+        results = await anyio.to_thread.run_sync(_run_rivals, work, specs(None))
+    else:
+        async with StandinProcess(vault_dir, plugin_version=version, smart="off") as standin:
+            results = await anyio.to_thread.run_sync(_run_rivals, work, specs(standin))
+    seconds = time.monotonic() - started
+    final = note.read_bytes().decode("utf-8", errors="replace")
+    return judge_rivals(scenario, source, results, final, seconds)
+
+
+async def run_rivals(root: Path, plan: RivalPlan) -> list[RivalOutcome]:
+    outcomes: list[RivalOutcome] = []
+    for number in range(plan.repeat):
+        for scenario in plan.scenarios:
+            versions: Sequence[str | None] = (
+                plan.versions if scenario.startswith("rest") else (None,)
+            )
+            for version in versions:
+                outcome = await run_rival_scenario(
+                    root / f"rivals{number}", plan, scenario, version
+                )
+                print(
+                    f"{scenario} {outcome.source}: {outcome.acknowledged_edits} edits, "
+                    f"{outcome.acknowledged_entries} entries acknowledged, "
+                    f"{len(outcome.lost_edits)} + {len(outcome.lost_entries)} lost, "
+                    f"{outcome.refused}, {outcome.seconds:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                outcomes.append(outcome)
+    return outcomes
+
+
+def merged_rivals(outcomes: Sequence[RivalOutcome]) -> list[RivalOutcome]:
+    by_key: dict[tuple[str, str], RivalOutcome] = {}
+    for o in outcomes:
+        empty = RivalOutcome(o.scenario, o.source, runs=0)
+        total = by_key.setdefault((o.scenario, o.source), empty)
+        total.runs += 1
+        total.acknowledged_edits += o.acknowledged_edits
+        total.acknowledged_entries += o.acknowledged_entries
+        total.lost_edits += o.lost_edits
+        total.lost_entries += o.lost_entries
+        total.refused_but_written += o.refused_but_written
+        total.errors += o.errors
+        total.seconds += o.seconds
+        total.refused = {r: total.refused.get(r, 0) + o.refused.get(r, 0) for r in REASONS}
+    return list(by_key.values())
+
+
+RIVAL_HEADERS = (
+    "scenario",
+    "source",
+    "runs",
+    "edits acknowledged",
+    "entries acknowledged",
+    "acknowledged, then lost",
+    "refused: user typing",
+    "refused: changed while editing",
+    "refused: other",
+    "refused, yet written",
+    "errors",
+    "seconds",
+)
+
+
+def rival_table(outcomes: Sequence[RivalOutcome]) -> str:
+    from bench.harness import markdown_table
+
+    rows = [
+        (
+            o.scenario,
+            o.source,
+            o.runs,
+            o.acknowledged_edits,
+            o.acknowledged_entries,
+            len(o.lost_edits) + len(o.lost_entries),
+            o.refused.get("user typing", 0) + o.refused.get("half saved", 0),
+            o.refused.get("changed while editing", 0),
+            o.refused.get("other", 0),
+            len(o.refused_but_written),
+            len(o.errors),
+            o.seconds,
+        )
+        for o in merged_rivals(outcomes)
+    ]
+    notes = [
+        f"- {o.scenario} {o.source}: lost {', '.join((o.lost_edits + o.lost_entries)[:SHOWN])}"
+        for o in merged_rivals(outcomes)
+        if o.lost_edits or o.lost_entries
+    ]
+    notes += [
+        f"- {o.scenario} {o.source}: error: {e}"
+        for o in merged_rivals(outcomes)
+        for e in (o.errors + o.refused_but_written)[:SHOWN]
+    ]
+    return "\n".join([markdown_table(RIVAL_HEADERS, rows), *([""] if notes else []), *notes])
 
 
 # --- the report -----------------------------------------------------------------------
@@ -906,7 +1260,12 @@ def _notes(o: Outcome) -> list[str]:
     return notes
 
 
-def section(outcomes: Sequence[Outcome], plan: Plan) -> str:
+def section(
+    outcomes: Sequence[Outcome],
+    plan: Plan,
+    rivals: Sequence[RivalOutcome] = (),
+    rival_plan: RivalPlan | None = None,
+) -> str:
     """The edit races' section of REPORT.md."""
     versions = ", ".join(plan.versions)
     intro = (
@@ -917,11 +1276,12 @@ def section(outcomes: Sequence[Outcome], plan: Plan) -> str:
         f"over it. Meanwhile an agent makes {plan.edits} edits back to back through the "
         "`Editor`, every other one to that note and the rest over three other notes (append "
         "to a section, replace a section, set a frontmatter field, replace_text), through the "
-        "vault folder (the checked swap of `sources/swap.py`) and through the stand-in Local "
-        f"REST API alone at plugin {versions} (read, compare, PUT; the note is the one open in "
-        "Obsidian). `default`: force=False, so the user-typing guard refuses edits to a note "
-        "someone else changed in the last 5 s; `force`: force=True without a version, so only "
-        "the check of the write protects the user. Each combination ran "
+        "vault folder (rewritten in place under a write lease, `sources/swap.py`) and through "
+        f"the stand-in Local REST API alone at plugin {versions} (read, compare, PUT; the "
+        "note is the one open in Obsidian). `default`: force=False, so the user-typing guard "
+        "refuses edits to a note someone else changed in the last 5 s; `force`: force=True "
+        "without a version, so only the check of the write protects the user. Each "
+        "combination ran "
         f"{plan.repeat} times; counts and seconds are summed."
     )
     terms = (
@@ -938,17 +1298,36 @@ def section(outcomes: Sequence[Outcome], plan: Plan) -> str:
         "`python -m bench --edit-races` (or `python -m bench.edit_races`); a short version "
         "runs in `tests/test_edit_races.py`."
     )
-    return "\n".join(
-        [
-            "## Edit races: lost updates while the user types",
+    parts = [
+        "## Edit races: lost updates while the user types",
+        "",
+        intro,
+        "",
+        terms,
+        "",
+        table(outcomes),
+    ]
+    if rivals and rival_plan is not None:
+        parts += [
             "",
-            intro,
+            "### Several server processes at once",
             "",
-            terms,
+            f"{RIVALS} processes, each a server's own vault and editor (`open_vault`, "
+            "`open_editor`; the vault's lock in the shared configuration folder, the journal "
+            f"in the shared cache folder), {rival_plan.edits} calls each, all started at once. "
+            "`scratch`: one appends scratch entries (on disk) while the other edits the scratch "
+            "note (append to a section, replace a section, set a key); `folder`, `rest`: both "
+            "edit one note, each its own section, slot lines and key (append, replace_text, "
+            "set), through the vault folder or through the stand-in alone; `rest-unlocked`: "
+            "the control, `rest` with each vault built without the lock. Acknowledged, then "
+            "lost: an entry or edit a process was told was made that the final note lacks "
+            '(a false "Edited"; must be 0). Edits are made without force: a note another '
+            "of the server's processes changed a moment ago is not the user typing (the "
+            f"journal says who wrote it). {rival_plan.repeat} runs, summed.",
             "",
-            table(outcomes),
+            rival_table(rivals),
         ]
-    )
+    return "\n".join(parts)
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -959,6 +1338,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--as-user"]:
         user_main(argv[1:])
+        return
+    if argv[:1] == ["--as-rival"]:
+        rival_main(argv[1:])
         return
     parser = argparse.ArgumentParser(
         prog="python -m bench.edit_races",
@@ -987,6 +1369,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=0.0,
         help="pause between the user's truncating open and its write",
     )
+    parser.add_argument(
+        "--rivals",
+        default=",".join(RIVAL_SCENARIOS),
+        help="scenarios of several server processes at once ('' for none)",
+    )
+    parser.add_argument(
+        "--rival-edits", type=int, default=RivalPlan().edits, help="calls per rival process"
+    )
+    parser.add_argument(
+        "--rival-repeat", type=int, default=RivalPlan().repeat, help="runs of each scenario"
+    )
+    parser.add_argument(
+        "--no-lease",
+        action="store_true",
+        help="the agent of the user races writes without the write lease (as on systems "
+        "without one), to measure what the lease does",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="keep the vaults in DIR")
     parser.add_argument(
         "--out",
@@ -1006,7 +1405,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         repeat=args.repeat,
         user_gap=args.user_gap_ms / 1000,
     )
+    rival_plan = RivalPlan(
+        edits=args.rival_edits,
+        versions=plan.versions,
+        scenarios=_split(args.rivals),
+        repeat=args.rival_repeat,
+    )
     for name, given, known in (
+        ("rival scenario", rival_plan.scenarios, RIVAL_SCENARIOS),
         ("source", plan.sources, SOURCES),
         ("mode", plan.modes, MODES),
         ("style", plan.styles, STYLES),
@@ -1014,21 +1420,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     ):
         if unknown := [g for g in given if g not in known]:
             parser.error(f"unknown {name}(s): {unknown}")
+    if args.no_lease:
+        swap._LEASES = False  # pyright: ignore[reportPrivateUsage]
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        outcomes = anyio.run(run_all, args.keep, plan)
+        outcomes, rivals = _both(args.keep, plan, rival_plan)
     else:
         with tempfile.TemporaryDirectory(prefix="edit-races-") as work:
-            outcomes = anyio.run(run_all, Path(work), plan)
-    markdown = table(outcomes)
+            outcomes, rivals = _both(Path(work), plan, rival_plan)
+    markdown = table(outcomes) + ("\n\n" + rival_table(rivals) if rivals else "")
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     command = " ".join(["python -m bench.edit_races", *argv])
     (args.out / f"edit-races-{stamp}.md").write_text(f"`{command}`\n\n{markdown}\n", "utf-8")
     (args.out / f"edit-races-{stamp}.json").write_text(
-        json.dumps([asdict(o) for o in outcomes], indent=1) + "\n", "utf-8"
+        json.dumps([asdict(o) for o in [*outcomes, *rivals]], indent=1) + "\n", "utf-8"
     )
     sys.stdout.write(markdown + "\n")
+
+
+def _both(
+    root: Path, plan: Plan, rival_plan: RivalPlan
+) -> tuple[list[Outcome], list[RivalOutcome]]:
+    outcomes = anyio.run(run_all, root, plan) if plan.repeat > 0 else []
+    rivals = anyio.run(run_rivals, root, rival_plan) if rival_plan.scenarios else []
+    return outcomes, rivals
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from obsidian_mcp.index.embedder import load_embedder
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.memory.files import MemoryFiles
+from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.identity import IdentityCheck, compare_sources, recovery_log
 from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
@@ -267,6 +269,51 @@ def describe_index(path: Path) -> str:
     )
 
 
+def _identity_check(check: IdentityCheck | None) -> Check | None:
+    if check is None:
+        return None
+    if check.verdict == "same":
+        return Check("same vault", "ok", f"the folder and Obsidian's API agree ({check.evidence})")
+    if check.verdict == "different":
+        return Check(
+            "same vault",
+            "fail",
+            f"the vault folder and the vault Obsidian serves differ ({check.evidence}): reads "
+            "show one, so edits are refused",
+            "point OBSIDIAN_VAULT_PATH at the folder of the vault open in Obsidian, or "
+            "OBSIDIAN_API_KEY at this folder's key",
+        )
+    return Check("same vault", "skip", f"cannot tell ({check.evidence})")
+
+
+def _interrupted_edits_check(settings: Settings) -> Check | None:
+    """Edits a stopped server left half written, and previous texts kept from them."""
+    if settings.vault_path is None:
+        return None
+    log = recovery_log(settings)
+    pending, kept = log.pending(), log.kept_files()
+    if not pending and not kept:
+        return Check("interrupted edits", "ok", "none")
+    said: list[str] = []
+    if pending:
+        said.append(
+            f"{len(pending):,} edits were cut short ({', '.join(w.path for w in pending)}); "
+            "the server settles them when it starts"
+        )
+    if kept:
+        said.append(
+            "texts from before edits cut short, kept because the note changed since: "
+            + ", ".join(str(file) for file in kept)
+        )
+    return Check(
+        "interrupted edits",
+        "warn",
+        "; ".join(said),
+        "start the server to put back what it can; take what you need from the kept files, "
+        "then delete them",
+    )
+
+
 def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdict, str]:
     if not rest_ok and not folder_ok:
         return "broken", "no source can serve the vault; fix a FAIL line above"
@@ -279,6 +326,7 @@ def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdi
 async def run_checks(settings: Settings) -> Report:
     checks: list[Check] = []
     info: ServerInfo | None = None
+    identity: IdentityCheck | None = None
     if settings.api_key is None:
         checks.append(
             Check("Obsidian reachable", "skip", "OBSIDIAN_API_KEY not set: vault folder only")
@@ -293,8 +341,13 @@ async def run_checks(settings: Settings) -> Report:
             error = exc
         else:
             async with http:
+                rest = RestSource(http, settings)
                 try:
-                    info = await RestSource(http, settings).server_info()
+                    info = await rest.server_info()
+                    if info.authenticated and settings.vault_path is not None:
+                        folder = settings.vault_path
+                        if folder.is_dir():
+                            identity = await compare_sources(rest, FolderSource(folder))
                 except VaultError as exc:
                     error = exc
         checks.extend(_rest_checks(info, error, settings))
@@ -305,6 +358,11 @@ async def run_checks(settings: Settings) -> Report:
     checks.extend(folder_checks)
     folder_ok = folder_checks[0].outcome == "ok"
     checks.append(_index_check(settings))
+    checks += [
+        check
+        for check in (_identity_check(identity), _interrupted_edits_check(settings))
+        if check is not None
+    ]
     if settings.api_key is None and settings.vault_path is None:
         checks.append(
             Check(

@@ -29,6 +29,7 @@ from obsidian_mcp.text.markdown import (
     Section,
     find_section,
     gist,
+    heading_reference,
     parse_note,
     resolve_link,
 )
@@ -125,7 +126,7 @@ def _window(text: str, offset: int, max_chars: int) -> tuple[int, int | None]:
 
 
 def _section_label(section: Section) -> str:
-    return " > ".join(section.path)
+    return heading_reference(section.path)
 
 
 def notes_named(name: str, paths: Iterable[str]) -> list[str]:

@@ -10,7 +10,8 @@ that may have landed is never repeated elsewhere). Every path is checked here fi
 import difflib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+import unicodedata
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -28,6 +29,8 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
 from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, Source, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.identity import IdentityCheck, compare_sources
+from obsidian_mcp.sources.locking import VaultLock
 from obsidian_mcp.sources.rest import RestSource
 from obsidian_mcp.text.versions import RecentTexts
 
@@ -60,6 +63,22 @@ class NoVaultConfigured(VaultError):
         )
 
 
+# Whether Obsidian's API and the folder show one vault is asked again before an edit once
+# the last answer is this old: the user may have opened another vault on the same port.
+IDENTITY_SECONDS = 60.0
+
+
+class OtherVault(VaultError):
+    def __init__(self, folder: str, url: str, evidence: str) -> None:
+        super().__init__(
+            f"The vault folder {folder} and the vault Obsidian serves at {url} are not the "
+            f"same vault ({evidence}), so reads show one and edits would write the other; "
+            "nothing was written. Point OBSIDIAN_VAULT_PATH at the folder of the vault open in "
+            "Obsidian, or OBSIDIAN_API_KEY at this folder's key (Obsidian > Settings > Local "
+            "REST API), then restart the server; `obsidian-mcp doctor` checks it."
+        )
+
+
 # Through REST alone an appended entry is checked this many times, this long after its
 # POST: a racing writer's write-back lands within milliseconds on a desktop.
 _ENTRY_ATTEMPTS = 3
@@ -79,9 +98,12 @@ class Vault:
         selection_note: str = "",
         outage_seconds: float = OUTAGE_SECONDS,
         generated: frozenset[str] = frozenset(),
+        lock: VaultLock | None = None,
     ) -> None:
         """`generated`: notes this server writes for the user to read (the memory view):
-        never listed among the notes, so never indexed or searched."""
+        never listed among the notes, so never indexed or searched. `lock`: the vault's
+        lock shared with this machine's other server processes (`locking.py`); without
+        it, edits are one at a time within this process only."""
         if live is None and disk is None:
             raise NoVaultConfigured(selection_note or "nothing is configured.")
         self._live: Source = live if live is not None else disk  # type: ignore[assignment]
@@ -92,8 +114,13 @@ class Vault:
         # Writes made through this vault; caches of the vault's notes re-list when it moves.
         self.writes = 0
         self._generated = generated
-        # One entry appended at a time by this process (see `append_entry`).
-        self._entries = anyio.Lock()
+        # One edit, undo or entry append at a time, across processes (see `locking.py`).
+        self._lock = lock if lock is not None else VaultLock([])
+        # Told of each text this server appends into a note (see `note_writes_with`).
+        self._noted: Callable[[str, str], None] | None = None
+        # Whether the folder and Obsidian's API show one vault, and when that was asked.
+        self._identity: IdentityCheck | None = None
+        self._identity_at = -float("inf")
         # Note texts reads handed out, by version: an edit refused for an old version says
         # what changed since.
         self.recent = RecentTexts()
@@ -145,6 +172,7 @@ class Vault:
             return True
         logger.warning("Obsidian answers again; reading through the REST API")
         self._outage_until = -float("inf")
+        self._identity_at = -float("inf")  # it may have come back with another vault open
         return False
 
     async def _read_op(self, operation: Callable[[Source], Awaitable[T]]) -> T:
@@ -219,12 +247,15 @@ class Vault:
         try:
             return await self._read_checked(path)
         except NoteNotFound as missing:
-            if not is_markdown(path):
-                # Agents often leave off ".md"; Obsidian links do too.
+            # Agents often leave off ".md" (Obsidian links do too), and a name typed on one
+            # system may be spelled in another Unicode form on disk (macOS writes NFD).
+            async for spelled in self._spellings(path):
+                if spelled == path:
+                    continue
                 try:
-                    return await self._read_checked(path + ".md")
+                    return await self._read_checked(spelled)
                 except NoteNotFound:
-                    pass
+                    continue
             raise NoteNotFound(path, await self.closest_paths(path)) from missing
 
     async def read_bytes(self, raw_path: str) -> FileBytes:
@@ -281,30 +312,134 @@ class Vault:
         return self._disk is not None
 
     async def read_for_edit(self, raw_path: str) -> NoteData:
-        """A note about to be edited, its text exact; `.md` may be left off."""
+        """A note about to be edited, its text exact; `.md` may be left off, and its name
+        may be spelled in another Unicode form than on disk."""
+        await self.refuse_if_other_vault()
         path = normalize_vault_path(raw_path)
-        candidates = [path] if is_markdown(path) else [path + ".md", path]
-        for candidate in candidates:
-            await self._check_on_disk(candidate)
+        async for spelled in self._spellings(path):
+            await self._check_on_disk(spelled)
             try:
-                return await self._editing.read_exact(candidate)
+                return await self._editing.read_exact(spelled)
             except NoteNotFound:
                 continue
         raise NoteNotFound(path, await self.closest_paths(path))
 
+    async def _spellings(self, path: str) -> AsyncIterator[str]:
+        """The paths a note asked for as `path` may have, most likely first: as given (with
+        `.md` added when it has none), then as spelled on disk in another Unicode form;
+        the listing that finds the spelling is asked for only when the first ones fail."""
+        candidates = [path] if is_markdown(path) else [path + ".md", path]
+        for candidate in candidates:
+            yield candidate
+        for candidate in candidates:
+            spelled = await self._spelled_on_disk(candidate)
+            if spelled is not None and spelled != candidate:
+                yield spelled
+
+    async def _names_in(self, folder: str) -> list[str]:
+        if self._disk is not None:
+            return await anyio.to_thread.run_sync(self._disk.names_in, folder)
+        rest = self.rest
+        if rest is None:
+            return []
+        return [name.rstrip("/") for name in await rest.list_folder(folder)]
+
+    async def _spelled_on_disk(self, path: str) -> str | None:
+        """`path` as the vault spells it, where only the Unicode normal form of its names
+        differs (é as one code point, or as e and a combining accent); None when no such
+        file exists, or several do. Only paths with non-ASCII names can differ."""
+        if path.isascii():
+            return None
+        spelled: list[str] = []
+        for name in path.split("/"):
+            names = await self._names_in("/".join(spelled))
+            if name in names:
+                spelled.append(name)
+                continue
+            wanted = unicodedata.normalize("NFC", name)
+            alike = [n for n in names if unicodedata.normalize("NFC", n) == wanted]
+            if len(alike) != 1:
+                return None
+            spelled.append(alike[0])
+        return "/".join(spelled)
+
+    async def existing_spelling(self, path: str) -> str | None:
+        """Another spelling (Unicode form) of `path` that exists, if any: a note created at
+        `path` would look the same as it in Obsidian's file list."""
+        spelled = await self._spelled_on_disk(path)
+        return spelled if spelled is not None and spelled != path else None
+
+    async def refuse_if_other_vault(self) -> None:
+        """OtherVault when the folder and Obsidian's API show different vaults (asked again
+        once the last answer is IDENTITY_SECONDS old)."""
+        if time.monotonic() - self._identity_at >= IDENTITY_SECONDS:
+            await self.check_identity()
+        check = self._identity
+        if check is not None and check.verdict == "different":
+            rest, disk = self.rest, self._disk
+            assert rest is not None and disk is not None
+            raise OtherVault(str(disk.root), rest.url, check.evidence)
+
+    async def check_identity(self) -> IdentityCheck | None:
+        """Compare the vault Obsidian serves with the folder (when both are configured and
+        Obsidian answers); None when there is nothing to compare."""
+        rest, disk = self.rest, self._disk
+        if rest is None or disk is None:
+            return None
+        # A short probe first: a hanging Obsidian would hold an edit for the whole retry
+        # budget of every request of the comparison.
+        if await self._obsidian_is_down() or not await rest.answers_within(PROBE_SECONDS):
+            # Reads come from the folder meanwhile, so they and edits show one vault; asked
+            # again when Obsidian answers (`_obsidian_is_down` forgets the last answer).
+            self._identity = IdentityCheck("unknown", "Obsidian is not answering")
+            self._identity_at = time.monotonic()
+            return self._identity
+        try:
+            check = await compare_sources(rest, disk)
+        except VaultError as exc:
+            check = IdentityCheck("unknown", f"Obsidian did not answer: {exc}")
+        if check.verdict == "different" and (self._identity is None or self._identity != check):
+            logger.warning(
+                "the vault folder %s and the vault Obsidian serves at %s differ (%s): edits "
+                "are refused until they agree",
+                disk.root,
+                rest.url,
+                check.evidence,
+            )
+        self._identity = check
+        self._identity_at = time.monotonic()
+        return check
+
+    async def recover_interrupted_writes(self) -> list[str]:
+        """Settle edits a stopped process left half written (`FolderSource.recover`)."""
+        disk = self._disk
+        if disk is None:
+            return []
+
+        def recover() -> list[str]:
+            with self._lock.held_sync():
+                return disk.recover()
+
+        return await anyio.to_thread.run_sync(recover)
+
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the whole note only if it still holds `expected` (None: only if there is
-        none); NoteChanged otherwise."""
-        try:
-            await self._editing.replace_if(path, expected, content)
-        finally:
-            self.writes += 1
+        none); NoteChanged otherwise. Under the vault's lock: no other edit of this
+        machine's server processes runs between the compare and the write."""
+        await self.refuse_if_other_vault()
+        async with self._lock.held():
+            try:
+                await self._editing.replace_if(path, expected, content)
+            finally:
+                self.writes += 1
 
     async def remove_if(self, path: str, expected: str) -> None:
-        try:
-            await self._editing.remove_if(path, expected)
-        finally:
-            self.writes += 1
+        await self.refuse_if_other_vault()
+        async with self._lock.held():
+            try:
+                await self._editing.remove_if(path, expected)
+            finally:
+                self.writes += 1
 
     async def open_in_obsidian(self, path: str) -> bool | None:
         """Whether `path` is the note open in Obsidian; None when that cannot be known
@@ -317,25 +452,65 @@ class Vault:
         except VaultError:
             return None
 
+    def note_writes_with(self, noted: Callable[[str, str], None]) -> None:
+        """Tell `noted(path, text)` the note's text after each entry this server appends:
+        the editor's journal, so that an edit of the scratch note right after an entry
+        (from any of this server's processes) does not take the entry for the user typing."""
+        self._noted = noted
+
+    async def _note_entry(self, path: str, text: str | None = None) -> None:
+        if self._noted is None:
+            return
+        if text is None:
+            try:
+                text = (await self._editing.read_exact(path)).content
+            except VaultError:
+                return  # the entry is written; only the note of it is missing
+        self._noted(path, text)
+
+    async def _text_after_append(self, disk: FolderSource, path: str, content: str) -> str | None:
+        """The note's text once `content` is appended on disk (`FolderSource.append` starts
+        it on a line of its own); None when the note cannot be read."""
+        if self._noted is None:
+            return None
+        try:
+            before = (await disk.read_exact(path)).content
+        except NoteNotFound:
+            before = ""
+        except VaultError:
+            return None
+        return before + ("\n" if before and not before.endswith("\n") else "") + content
+
     async def append_entry(self, raw_path: str, content: str) -> str:
         """Append an entry to a note that several writers append to at once (the scratch
         note). The plugin's POST reads the whole note and writes it back, so two at once
         keep one (`appendFileContent`): with the folder known the entry is appended on disk
-        instead (one write under a lock; Obsidian reloads the note). Through REST alone
+        instead (one write under the vault's lock, which an edit of the note, in any of this
+        machine's server processes, holds from its compare to its write; the edit rewrites
+        the note in place, so the entry never lands in a file the note no longer is;
+        Obsidian reloads the note). Through REST alone
         nothing can make it atomic: the note is read back a moment later and the entry sent
         again while it is missing, which shrinks the loss but cannot remove it."""
         path = normalize_vault_path(raw_path)
-        async with self._entries:
+        async with self._lock.held():
             if self._disk is not None:
+                # Noted before it is written, as an edit's text is: an edit of the note in
+                # another process may read it the moment it lands, before the read below.
+                expected = await self._text_after_append(self._disk, path, content)
+                if expected is not None:
+                    await self._note_entry(path, expected)
                 try:
                     await self._disk.append(path, content)
                 finally:
                     self.writes += 1
+                await self._note_entry(path)
                 return path
             for _ in range(_ENTRY_ATTEMPTS):
                 await self.append(path, content)
                 await anyio.sleep(_ENTRY_SETTLE_SECONDS)
-                if content.strip() in (await self.read_note(path)).content:
+                now = (await self.read_note(path)).content
+                if content.strip() in now:
+                    await self._note_entry(path, now)
                     return path
                 logger.warning(
                     "an entry appended to %s was overwritten by another writer; sending it again",

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bench.edit_races import Outcome, Plan, run_all
+from bench.edit_races import Outcome, Plan, RivalOutcome, RivalPlan, run_all, run_rivals
 
 SMALL = Plan(edits=30, period=0.05, versions=("5.1.0",), repeat=1)
 
@@ -67,3 +67,35 @@ def test_every_agent_edit_is_applied_or_refused_with_a_reason(outcomes: list[Out
             # is left alone: the swap checks what the typing guard would have.
             assert outcome.refused["user typing"] == 0, _label(outcome)
             assert outcome.applied_user_note > 0, _label(outcome)
+
+
+# Several server processes at once (bench/edit_races.py, "several server processes"): a
+# process appending scratch entries while another edits the scratch note, and two processes
+# editing one note through the folder and through the REST API alone.
+RIVALS = RivalPlan(edits=12, versions=("5.1.0",), scenarios=("scratch", "folder", "rest"), repeat=1)
+
+
+@pytest.fixture(scope="module")
+def rivals(tmp_path_factory: pytest.TempPathFactory) -> list[RivalOutcome]:
+    return anyio.run(run_rivals, tmp_path_factory.mktemp("rivals"), RIVALS)
+
+
+def test_nothing_acknowledged_by_one_process_is_lost_to_another(
+    rivals: list[RivalOutcome],
+) -> None:
+    assert {(o.scenario, o.source) for o in rivals} == {
+        ("scratch", "folder"),
+        ("folder", "folder"),
+        ("rest", "REST 5.1.0"),
+    }
+    for outcome in rivals:
+        label = f"{outcome.scenario} {outcome.source}"
+        assert outcome.errors == [], label
+        assert outcome.lost_edits == [] and outcome.lost_entries == [], label
+        assert outcome.refused_but_written == [], label
+        # Each process acknowledged some of its calls; none was taken for the user typing
+        # (the journal says which changes the server made).
+        assert outcome.acknowledged_edits > 0, label
+        assert outcome.refused["user typing"] == 0, label
+    [scratch] = [o for o in rivals if o.scenario == "scratch"]
+    assert scratch.acknowledged_entries == RIVALS.edits

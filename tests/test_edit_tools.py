@@ -210,28 +210,34 @@ class _InterferingVault(Vault):
 NOTE = "# N\n\n## A\nalpha\n\n## B\nbeta\n"
 
 
+def _interfered(root: Path, change: tuple[str, str]) -> Editor:
+    """An editor whose note someone changes once between its read and its write."""
+    journal = EditJournal(root / f"journal-{change[0]}.sqlite3")
+    return Editor(_InterferingVault(root, change), journal, protected=lambda _: False)
+
+
 @pytest.mark.anyio
 async def test_a_change_elsewhere_is_kept_and_a_change_in_the_target_refuses(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "n.md").write_text(NOTE, "utf-8")
     _settle(tmp_path, "n.md")
-    elsewhere = Editor(
-        _InterferingVault(tmp_path, ("beta", "beta typed")),
-        EditJournal(tmp_path / "j1.sqlite3"),
-        protected=lambda _: False,
-    )
-    receipt = await elsewhere.edit("n.md", EditRequest("append", "A", "more"))
+    elsewhere = _interfered(tmp_path, ("beta", "beta typed"))
+    # A retry runs every check again: the note just changed, so without force the user
+    # could be typing in it (issue 25 item 4).
+    with pytest.raises(EditRefused, match="could be typing"):
+        await elsewhere.edit("n.md", EditRequest("append", "A", "more"))
+    assert (tmp_path / "n.md").read_text("utf-8") == NOTE.replace("beta", "beta typed")
+    (tmp_path / "n.md").write_text(NOTE, "utf-8")
+    _settle(tmp_path, "n.md")
+    elsewhere = _interfered(tmp_path, ("beta", "beta typed"))
+    receipt = await elsewhere.edit("n.md", EditRequest("append", "A", "more"), force=True)
     assert "made on the new text" in receipt.note
     assert (tmp_path / "n.md").read_text(
         "utf-8"
     ) == "# N\n\n## A\nalpha\n\nmore\n\n## B\nbeta typed\n"
     (tmp_path / "n.md").write_text(NOTE, "utf-8")
-    in_target = Editor(
-        _InterferingVault(tmp_path, ("alpha", "alpha typed")),
-        EditJournal(tmp_path / "j2.sqlite3"),
-        protected=lambda _: False,
-    )
+    in_target = _interfered(tmp_path, ("alpha", "alpha typed"))
     with pytest.raises(EditRefused, match="in its target"):
         await in_target.edit("n.md", EditRequest("replace", "A", "mine"), force=True)
     assert (tmp_path / "n.md").read_text("utf-8") == NOTE.replace("alpha", "alpha typed")
@@ -280,13 +286,14 @@ async def test_through_obsidian_only_the_open_note_waits(
 
 
 def test_hostile_values_are_refused_or_kept_short() -> None:
-    """Found by the hostile-input run: a value that contains itself, and a 200,000-character
-    line whose receipt was as long."""
-    from obsidian_mcp.editing.diff import DIFF_LINE_CHARS, changed_span, diff_lines
+    """Found by the hostile-input run: a value that contains itself (YAML anchors), now
+    stored as the text it is, and a 200,000-character line whose receipt was as long."""
+    from obsidian_mcp.editing.diff import DIFF_LINE_CHARS, diff_lines
     from obsidian_mcp.editing.operations import apply_edit
 
-    with pytest.raises(EditRefused, match="contains itself"):
-        apply_edit("n.md", "---\na: 1\n---\n", EditRequest("set", "t", "&a [*a, *a]"))
+    for value in ("&a [*a, *a]", "[&a [*a], 1]"):
+        edited = apply_edit("n.md", "---\na: 1\n---\n", EditRequest("set", "t", value))
+        assert edited.text == f'---\na: 1\nt: "{value}"\n---\n'
     old, new = "a\n", "a\n" + "y" * 200_000 + "\n"
-    shown = diff_lines(old, new, changed_span(old, new))
+    shown = diff_lines(old, new)
     assert max(len(line) for line in shown) < DIFF_LINE_CHARS + 40

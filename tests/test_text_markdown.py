@@ -1,19 +1,22 @@
 """Note parsing: frontmatter, sections, blocks, links, tags, lookups and gists."""
 
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from obsidian_mcp.text.markdown import (
+    Block,
     ParsedNote,
     Section,
     WikiLink,
     find_section,
     gist,
+    heading_reference,
     parse_note,
+    parse_structure,
     plain_text,
     resolve_link,
+    split_heading_reference,
 )
 from obsidian_mcp.text.tokens import estimate_tokens
 
@@ -277,6 +280,92 @@ def test_block_ids() -> None:
     assert note.block_ids == {"p1": starts[0], "li-1": starts[1], "table1": starts[2]}
     # The lone "^table1" line names the table and is not a block of its own.
     assert [p.kind for p in note.paragraphs] == ["paragraph", "list", "table", "code", "paragraph"]
+
+
+# --- Obsidian's own syntax, the byte order mark, the block tree ---------------------------
+
+
+def test_a_byte_order_mark_is_not_text() -> None:
+    note = parse("\ufeff---\ntags: [work]\nstatus: draft\n---\n# Report\nText.\n")
+    assert note.frontmatter == {"tags": ["work"], "status": "draft"}
+    assert [s.heading for s in note.sections] == ["Report"]
+    bare = parse("\ufeff## A\ntext\n")
+    assert [s.heading for s in bare.sections] == ["A"]
+    assert bare.body_start == 1 and bare.sections[0].start == 1
+
+
+def test_comments_and_math_hide_their_lines() -> None:
+    content = (
+        "## Real\n\n"
+        "%%\n## Hidden\nnote ^cid\n%%\n\n"
+        "$$\n# not a heading\n\nx = 1\n$$\n\n"
+        "Text %% opened here\n\n## Also hidden\n\nclosed %% there.\n\n"
+        "$$$ pricey, never closed\n\n"
+        "## Last\n"
+    )
+    note = parse(content)
+    assert [s.heading for s in note.sections if s.heading] == ["Real", "Last"]
+    assert [p.kind for p in note.paragraphs] == ["comment", "math", "comment", "paragraph"]
+    assert "cid" not in note.block_ids
+    assert gist(note) == "$$$ pricey, never closed"
+
+
+def test_a_comment_never_closed_hides_the_rest() -> None:
+    note = parse("## A\ntext\n%%\n## B\n")
+    assert [s.heading for s in note.sections] == ["A"]
+
+
+def _kinds(blocks: tuple[Block, ...]) -> list[tuple[str, int, int]]:
+    return [(b.kind, b.first_line, b.end_line) for b in blocks]
+
+
+def test_the_block_tree_has_nested_items_with_their_lines() -> None:
+    content = "---\na: 1\n---\n- [ ] parent\n\t- [ ] sub1\n\t- [ ] sub2 ^t2\nlazy\n- [ ] other\n"
+    _, blocks = parse_structure("n.md", content)
+    (listed,) = blocks
+    assert (listed.kind, listed.first_line, listed.end_line, listed.markup) == ("list", 3, 8, "-")
+    parent, other = listed.children
+    assert _kinds(parent.children) == [("paragraph", 3, 4), ("list", 4, 7)]
+    assert _kinds(parent.children[1].children) == [("item", 4, 5), ("item", 5, 7)]
+    assert _kinds(other.children) == [("paragraph", 7, 8)]
+
+
+def test_unclosed_blocks_say_so() -> None:
+    _, blocks = parse_structure("n.md", "```\ncode\n\n")
+    assert [(b.kind, b.closed) for b in blocks] == [("code", False)]
+    _, blocks = parse_structure("n.md", "```\ncode\n```\n%%\nhidden\n")
+    assert [(b.kind, b.closed) for b in blocks] == [("code", True), ("comment", False)]
+
+
+@pytest.mark.parametrize(
+    ("reference", "parts"),
+    [
+        ("C# basics", ["C# basics"]),
+        ("Lang > std::vector", ["Lang", "std::vector"]),
+        ("a -> b", ["a -> b"]),
+        ('Notes > "A > B"', ["Notes", "A > B"]),
+        ('"#draft"', ["#draft"]),
+        ('"say \\"hi\\"" > x', ['say "hi"', "x"]),
+        ("## Bob", ["Bob"]),
+        ('"Hello" world', ['"Hello" world']),
+    ],
+)
+def test_heading_paths_split(reference: str, parts: list[str]) -> None:
+    assert split_heading_reference(reference) == parts
+
+
+@given(st.lists(st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1), max_size=4))
+def test_every_heading_path_reads_back(path: list[str]) -> None:
+    names = [" ".join(name.split()) for name in path]
+    names = [name for name in names if name]
+    assert split_heading_reference(heading_reference(names)) == names
+
+
+def test_headings_listed_are_found_again() -> None:
+    note = parse("# C# basics\n## A > B\n### #draft\n## std::vector\n")
+    for section in note.sections:
+        found = find_section(note, heading_reference(section.path))
+        assert found is not None and found.path == section.path
 
 
 # --- links ------------------------------------------------------------------------------

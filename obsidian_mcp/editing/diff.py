@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from obsidian_mcp.editing.lines import split_lines
+
 # A receipt's diff shows at most this many lines (about what a handover section update
 # takes); longer changes show their head and tail and say how many lines were left out.
 DIFF_LINES = 20
@@ -42,47 +44,34 @@ def _shortened(line: str) -> str:
     return f"{line[:DIFF_LINE_CHARS]}… ({len(line) - DIFF_LINE_CHARS:,} more characters)"
 
 
-def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span widened to whole lines (without the last line's break)."""
-    first = text.rfind("\n", 0, start) + 1
-    last = text.find("\n", max(start, end - 1))
-    return first, len(text) if last < 0 else last
-
-
-def diff_lines(old: str, new: str, span: Span) -> list[str]:
-    """`-` lines removed, `+` lines added, ` ` one line of context either side, headed by
-    the line number; at most DIFF_LINES lines, the middle elided with a count."""
-    old_first, old_last = _line_bounds(old, span.start, span.old_end)
-    new_first, new_last = _line_bounds(new, span.start, span.new_end)
-    # A line changed part way shows whole, before and after; an insertion or removal of
-    # whole lines shows only those lines.
-    removed = (
-        old[old_first:old_last].splitlines()
-        if span.old_end > span.start or old_first < span.start
-        else []
-    )
-    added = (
-        new[new_first:new_last].splitlines()
-        if span.new_end > span.start or new_first < span.start
-        else []
-    )
+def diff_lines(old: str, new: str) -> list[str]:
+    """`-` lines removed, `+` lines added (blank ones too), ` ` one line of context either
+    side, headed by the first changed line's number; at most DIFF_LINES lines, the middle
+    elided with a count. Lines are compared by their text: a line that only gained the
+    line break it lacked at the end of the note is not shown as changed."""
+    before = [line.text for line in split_lines(old)]
+    after = [line.text for line in split_lines(new)]
+    same_head = 0
+    while same_head < min(len(before), len(after)) and before[same_head] == after[same_head]:
+        same_head += 1
+    same_tail = 0
+    while (
+        same_tail < min(len(before), len(after)) - same_head
+        and before[-1 - same_tail] == after[-1 - same_tail]
+    ):
+        same_tail += 1
+    removed = before[same_head : len(before) - same_tail]
+    added = after[same_head : len(after) - same_tail]
     if not removed and not added:
         return []
-    line_number = old.count("\n", 0, old_first) + 1
-    before = old.rfind("\n", 0, max(old_first - 1, 0))
-    context_before = old[before + 1 : old_first - 1] if old_first > 0 else None
-    lines = [f"@@ line {line_number} @@"]
-    if context_before is not None:
-        lines.append(_shortened(" " + context_before.rstrip("\r")))
-    body = [f"-{line.rstrip(chr(13))}" for line in removed] + [
-        f"+{line.rstrip(chr(13))}" for line in added
-    ]
+    lines = [f"@@ line {same_head + 1} @@"]
+    if same_head > 0:
+        lines.append(_shortened(" " + before[same_head - 1]))
+    body = [f"-{line}" for line in removed] + [f"+{line}" for line in added]
     if len(body) > DIFF_LINES:
         keep = DIFF_LINES // 2
         body = [*body[:keep], f"… {len(body) - 2 * keep} more changed lines", *body[-keep:]]
     lines += [_shortened(line) for line in body]
-    after_end = new.find("\n", new_last + 1)
-    context_after = new[new_last + 1 : len(new) if after_end < 0 else after_end]
-    if new_last < len(new) and context_after.strip():
-        lines.append(_shortened(" " + context_after.rstrip("\r")))
+    if same_tail > 0 and after[len(after) - same_tail].strip():
+        lines.append(_shortened(" " + after[len(after) - same_tail]))
     return lines

@@ -1,10 +1,18 @@
 """The undo journal: each edit's span before and after, in the cache folder, never the vault.
 
 One SQLite file per vault beside the passage index (several server processes share it;
-SQLite serialises their writes). Bounded: the oldest entries go once there are more than
-`KEPT_EDITS`, so it never grows with the vault's history.
+SQLite serialises their writes), keyed by the vault, not by the address serving it
+(`sources/identity.journal_identity`). Bounded: the oldest entries go once there are more
+than `KEPT_EDITS`, so it never grows with the vault's history.
+
+It also keeps, per note, digests of the texts this server wrote there lately, shared by the
+server's processes: a note changed a moment ago by another of them is not the user typing.
+A text is noted before it is written, so that no other process reads it unnoted; one whose
+write then failed is noted for nothing (a note never holds it, unless someone types exactly
+it).
 """
 
+import hashlib
 import logging
 import secrets
 import sqlite3
@@ -17,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 # Enough for every edit of a long working session, and a few megabytes at most.
 KEPT_EDITS = 500
+# What a note last received from this server is asked about only while its change is
+# recent (the typing guard's seconds); an hour leaves room for a clock that jumps.
+WRITTEN_KEPT_SECONDS = 3600.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS edits (
@@ -30,7 +41,13 @@ CREATE TABLE IF NOT EXISTS edits (
     before TEXT NOT NULL,
     after TEXT NOT NULL,
     undone_by TEXT
-)
+);
+CREATE TABLE IF NOT EXISTS written (
+    path TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (path, digest)
+);
 """
 
 
@@ -55,7 +72,7 @@ def _open(file: Path | str) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA busy_timeout=5000")
-        db.execute(_SCHEMA)
+        db.executescript(_SCHEMA)
     except sqlite3.Error:
         db.close()
         raise
@@ -119,6 +136,30 @@ class EditJournal:
             ).fetchone()
         return JournalEntry(*row) if row is not None else None
 
+    def wrote(self, path: str, text: str) -> None:
+        """This server is about to leave `text` in `path`, or just did."""
+        now = time.time()
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO written (path, digest, at) VALUES (?, ?, ?)",
+                    (path, _digest(text), now),
+                )
+                self._db.execute("DELETE FROM written WHERE at < ?", (now - WRITTEN_KEPT_SECONDS,))
+            except sqlite3.Error as exc:
+                logger.warning("undo journal cannot be written (%s)", exc)
+
+    def wrote_lately(self, path: str, text: str) -> bool:
+        """Whether this server (any of its processes) wrote `text` in `path` lately."""
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT 1 FROM written WHERE path = ? AND digest = ?", (path, _digest(text))
+                ).fetchone()
+            except sqlite3.Error:
+                return False
+        return row is not None
+
     def mark_undone(self, edit_id: str, by: str) -> None:
         with self._lock:
             self._db.execute("UPDATE edits SET undone_by = ? WHERE id = ?", (by, edit_id))
@@ -126,3 +167,7 @@ class EditJournal:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -2,7 +2,9 @@
 
 Each line keeps the break it had (`\\n`, `\\r\\n`, or none for a last line without one);
 lines an edit adds get the note's newline. Joining the lines gives the note back byte for
-byte, which is what lets the corpus check that nothing outside the span changed.
+byte, which is what lets the corpus check that nothing outside the span changed. What a
+line *is* (a list item, a heading...) is never decided here: that is the parse's
+(`targets.NoteStructure`).
 """
 
 import re
@@ -13,8 +15,6 @@ from dataclasses import dataclass
 # numbers here are the parser's.
 _LINE_RE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 _BLANK_RE = re.compile(r"[ \t]*")
-_LIST_ITEM_RE = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")
-_TABLE_ROW_RE = re.compile(r"[ \t]*\|")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,22 +46,6 @@ def is_blank(text: str) -> bool:
     return _BLANK_RE.fullmatch(text) is not None
 
 
-def is_list_item(text: str) -> bool:
-    return _LIST_ITEM_RE.match(text) is not None
-
-
-def is_table_row(text: str) -> bool:
-    return _TABLE_ROW_RE.match(text) is not None
-
-
-def continues(before: str, after: str) -> bool:
-    """True when `after` goes right below `before` with no blank line: a list or a table
-    carries on."""
-    return (is_list_item(before) and is_list_item(after)) or (
-        is_table_row(before) and is_table_row(after)
-    )
-
-
 def content_lines(content: str) -> list[str]:
     """Content as the lines to add: leading blank lines and trailing breaks and blank lines
     dropped (docs/editing.md, "Content")."""
@@ -73,28 +57,15 @@ def content_lines(content: str) -> list[str]:
     return texts
 
 
-def insert(lines: list[Line], at: int, texts: Sequence[str], newline: str) -> None:
-    """Insert lines with the note's newline at index `at`. At the very end of a note whose
-    last line has no break, the old last line gets one and the new last line goes without,
-    so the note still ends as it did."""
-    if not texts:
-        return
-    added = [Line(text, newline) for text in texts]
-    if at == len(lines) and lines and lines[-1].ending == "":
-        lines[-1] = Line(lines[-1].text, newline)
-        added[-1] = Line(added[-1].text, "")
-    lines[at:at] = added
-
-
-def replace(lines: list[Line], start: int, end: int, texts: Sequence[str], newline: str) -> None:
-    """Replace lines [start, end) with `texts`; a replaced last line without a break leaves
-    the new last line without one."""
-    at_end_without_break = end == len(lines) and end > start and lines[-1].ending == ""
-    added = [Line(text, newline) for text in texts]
-    if at_end_without_break:
-        if added:
-            added[-1] = Line(added[-1].text, "")
-        elif start > 0:
-            # Removing the note's last lines: the line above becomes the last, without a break.
-            lines[start - 1] = Line(lines[start - 1].text, "")
-    lines[start:end] = added
+def splice(lines: list[Line], start: int, end: int, texts: Sequence[str], newline: str) -> None:
+    """Replace lines [start, end) with `texts`, each ending with the note's newline. The
+    note keeps how it ended: a note whose last line had no break still has none (the line
+    that was last gets one when lines go after it, so no two lines are ever joined)."""
+    ended_without_break = bool(lines) and lines[-1].ending == ""
+    lines[start:end] = [Line(text, newline) for text in texts]
+    for index, line in enumerate(lines[:-1]):
+        if line.ending == "":
+            lines[index] = Line(line.text, newline)
+    if lines:
+        last = lines[-1]
+        lines[-1] = Line(last.text, "" if ended_without_break else last.ending or newline)

@@ -1,9 +1,15 @@
 """Apply one edit to a note's text: plain text in, plain text out, no I/O.
 
 Every rule here is written down in docs/editing.md and pinned by tests/edit_corpus/.
+Targets come from the note's markdown structure (`targets`); where the content goes
+next to other text, it is placed the way the rules say and then checked by parsing the
+result: every block the edit did not name must read as before, and the content as it
+reads alone. Where the rules' way would not, one blank line more is tried; where nothing
+works, the edit is refused.
 """
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -11,13 +17,10 @@ from obsidian_mcp.editing import frontmatter
 from obsidian_mcp.editing.lines import (
     Line,
     content_lines,
-    continues,
-    insert,
     is_blank,
-    is_list_item,
     join_lines,
     newline_of,
-    replace,
+    splice,
     split_lines,
 )
 from obsidian_mcp.editing.targets import (
@@ -25,19 +28,32 @@ from obsidian_mcp.editing.targets import (
     EditRefused,
     HeadingTarget,
     NoteStructure,
+    Splice,
+    changed_around,
     heading_matches,
+    leaves,
     resolve_block,
     resolve_heading,
 )
 from obsidian_mcp.limits import excerpt
-from obsidian_mcp.text.markdown import split_heading_reference
+from obsidian_mcp.text.markdown import (
+    BYTE_ORDER_MARK,
+    Block,
+    heading_reference,
+    parse_structure,
+    split_heading_reference,
+)
 
 Operation = Literal["append", "prepend", "replace", "set", "delete", "replace_text", "create"]
 OPERATIONS: tuple[str, ...] = get_args(Operation)
 _SECTION_OPERATIONS = ("append", "prepend", "replace")
-_HEADING_SEPARATOR = " > "
 # A new heading goes one level below its parent, and never deeper than markdown allows.
 _DEEPEST_HEADING = 6
+# What no note's text holds: a NUL makes the file binary to every reader (this server's
+# included), and a lone surrogate cannot be written as UTF-8 at all.
+_NOT_TEXT_RE = re.compile(r"[\x00\ud800-\udfff]")
+_TABLE_ROW_RE = re.compile(r"[ \t]*\|")
+_UNCLOSED = {"code": "a code block (```)", "math": "a $$ math block", "comment": "a %% comment"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +72,23 @@ class Applied:
 
 
 def apply_edit(path: str, text: str, request: EditRequest) -> Applied:
-    """The note's new text after `request`, or EditRefused saying why nothing changes."""
+    """The note's new text after `request`, or EditRefused saying why nothing changes. A
+    byte order mark stays first and is never part of what the edit sees."""
+    _refuse_what_is_not_text(request)
     operation = request.operation
     if operation == "create":
         raise EditRefused(
             f"A note already exists at {path!r}; create never overwrites one. "
             "Edit it with another operation, or create under a new path."
         )
+    mark = BYTE_ORDER_MARK if text.startswith(BYTE_ORDER_MARK) else ""
+    applied = _apply(path, text[len(mark) :], request)
+    return Applied(mark + applied.text, applied.target)
+
+
+def _apply(path: str, text: str, request: EditRequest) -> Applied:
+    operation = request.operation
+    _refuse_missing_content(request)
     if operation == "replace_text":
         return _replace_text(text, request)
     target = _required_target(request)
@@ -75,10 +101,42 @@ def apply_edit(path: str, text: str, request: EditRequest) -> Applied:
 
 def created_text(request: EditRequest) -> str:
     """The text of a note `create` makes: the content, ending with one line break."""
+    _refuse_what_is_not_text(request)
     content = request.content or ""
     if not content.strip():
         raise EditRefused("create needs content: the note's text. Nothing was written.")
     return content.rstrip("\r\n") + "\n"
+
+
+def _refuse_what_is_not_text(request: EditRequest) -> None:
+    for name, value in (("content", request.content), ("target", request.target)):
+        found = _NOT_TEXT_RE.search(value or "")
+        if found:
+            what = "a NUL character" if found.group() == "\x00" else "a lone surrogate"
+            raise EditRefused(
+                f"The {name} holds {what} (at character {found.start() + 1}), which no "
+                "text note can hold: the note would become unreadable as text. Nothing was "
+                f"written. Send the {name} without it."
+            )
+
+
+# What replace, replace_text and set write when the content is "": a missing content is
+# refused, not read as "" (a client that sent the word null, parsed on the way as JSON
+# null, would otherwise delete the text it meant to write: issue 25).
+_EMPTY_CONTENT_MEANS = {
+    "replace": 'the new text (content "" empties the section body or the block)',
+    "replace_text": 'the text to put in its place (content "" deletes the target text)',
+    "set": 'the value (content "" for an empty value)',
+}
+
+
+def _refuse_missing_content(request: EditRequest) -> None:
+    means = _EMPTY_CONTENT_MEANS.get(request.operation)
+    if means is not None and request.content is None:
+        raise EditRefused(
+            f"{request.operation} needs content: {means}. No content was received, so "
+            "nothing was written."
+        )
 
 
 def _required_target(request: EditRequest) -> str:
@@ -101,68 +159,153 @@ def _lines_to_add(request: EditRequest) -> list[str]:
     return texts
 
 
+@dataclass(frozen=True, slots=True)
+class _Content:
+    """The lines to add and how they read alone."""
+
+    texts: list[str]
+    blocks: tuple[Block, ...]
+
+    @classmethod
+    def of(cls, texts: list[str], prefix: str = "") -> "_Content":
+        """`texts` as they are to be written; `prefix` what each starts with there (a
+        nested item's indentation), which is not the content's own."""
+        blocks = parse_structure("", _alone(texts, prefix))[1]
+        if blocks and not blocks[-1].closed:
+            raise EditRefused(
+                f"The content opens {_UNCLOSED[blocks[-1].kind]} at its line "
+                f"{blocks[-1].first_line + 1} and never closes it, so the rest of the note "
+                "would read as part of it. Nothing was written. Close it in the content."
+            )
+        return cls(texts, blocks)
+
+    def starts_as(self, kind: str) -> bool:
+        return bool(self.blocks) and self.blocks[0].kind == kind
+
+    def ends_as(self, kind: str) -> bool:
+        return bool(self.blocks) and self.blocks[-1].kind == kind
+
+    @property
+    def table_rows(self) -> bool:
+        return bool(self.texts) and all(_TABLE_ROW_RE.match(text) for text in self.texts)
+
+
+def _alone(texts: list[str], prefix: str) -> str:
+    """The lines as they read without the place's prefix (its blank line: without it)."""
+    blank = prefix.rstrip()
+    return "\n".join(
+        "" if prefix and text == blank else text.removeprefix(prefix) for text in texts
+    )
+
+
+def _place(
+    structure: NoteStructure,
+    span: tuple[int, int],
+    texts: list[str],
+    *,
+    lead: bool,
+    trail: bool,
+    prefix: str = "",
+    keeps: int = 0,
+) -> list[Line]:
+    """The note with lines [start, end) replaced by `texts`: after one blank line where
+    `lead` (and the line above is not blank already), before one where `trail`. If the
+    result would change a block around the edit, or read the content otherwise than
+    alone, a blank line more is tried on either side; refused if that cannot help.
+    `prefix`: what the texts' lines start with in place (a nested item's indentation, a
+    quote's "> "); the place's blank line is its blank part (">" inside a quote).
+    `keeps`: how many lines after `end` belong with the new text though they stay as they
+    are (a block's own id line), so they are checked as part of it."""
+    start, end = span
+    lines = list(structure.lines)
+    newline = newline_of(join_lines(lines))
+    blank = prefix.rstrip()
+    kept = [line.text for line in lines[end : end + keeps]]
+    alone = _alone([*texts, *kept], prefix)
+    content_kinds = [leaf.kind for leaf in leaves(parse_structure("", alone)[1])]
+    problem = ""
+    tried: list[tuple[bool, bool]] = []
+    for lead_blank, trail_blank in ((lead, trail), (True, trail), (lead, True), (True, True)):
+        if (lead_blank, trail_blank) in tried:
+            continue
+        tried.append((lead_blank, trail_blank))
+        above = lead_blank and start > 0 and not _separates(lines[start - 1].text, blank)
+        below = trail_blank and end < len(lines) and not _separates(lines[end].text, blank)
+        placed = [*([blank] if above else []), *texts, *([blank] if below else [])]
+        edited = list(lines)
+        splice(edited, start, end, placed, newline)
+        found = changed_around(
+            structure,
+            NoteStructure.of(structure.note.path, edited),
+            Splice(start, end + keeps, start + len(placed) + keeps),
+            content_kinds,
+        )
+        if found is None:
+            return edited
+        problem = found
+    raise EditRefused(f"Nothing was written: placed there, {problem}.")
+
+
+def _separates(text: str, blank: str) -> bool:
+    """True for a blank line (or, inside a quote, a line of only '>')."""
+    return is_blank(text) or (bool(blank) and not text.strip(" \t>"))
+
+
+def _continues(block: Block, content: _Content) -> bool:
+    """True where the content goes right below `block`: a list or a table carries on."""
+    return (block.kind == "list" and content.starts_as("list")) or (
+        block.kind == "table" and content.table_rows
+    )
+
+
 # -- sections ---------------------------------------------------------------------------
-
-
-def _last_text_line(lines: list[Line], target: HeadingTarget) -> int:
-    """The section's last non-blank line: the heading's own when the body is empty."""
-    last = target.body_line - 1
-    for index in range(target.body_line, target.end_line):
-        if not is_blank(lines[index].text):
-            last = index
-    return last
-
-
-def _append_after(
-    lines: list[Line], last: int, texts: list[str], newline: str, *, after_heading: bool
-) -> None:
-    """Add `texts` below line `last`: directly below a heading or where a list or table
-    carries on, else after one blank line."""
-    direct = after_heading or continues(lines[last].text, texts[0])
-    insert(lines, last + 1, texts if direct else ["", *texts], newline)
 
 
 def _edit_section(path: str, text: str, request: EditRequest, reference: str) -> Applied:
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a heading"))
-    lines = split_lines(text)
-    newline = newline_of(text)
-    texts = _lines_to_add(request)
-    structure = NoteStructure.of(path, lines)
+    content = _Content.of(_lines_to_add(request))
+    texts = content.texts
+    structure = NoteStructure.of(path, split_lines(text))
     if request.create_target and not heading_matches(structure, reference):
-        target = _create_heading(path, lines, structure, reference, newline)
+        structure, target = _create_heading(path, structure, reference)
     else:
         target = resolve_heading(structure, reference)
-    last = _last_text_line(lines, target)
-    heading_last = target.body_line - 1
-    if request.operation == "append":
-        _append_after(lines, last, texts, newline, after_heading=last == heading_last)
-    elif request.operation == "prepend":
-        first = next(
-            (i for i in range(target.body_line, target.end_line) if not is_blank(lines[i].text)),
-            None,
-        )
-        if first is None:
-            _append_after(lines, last, texts, newline, after_heading=True)
-        else:
-            direct = is_list_item(texts[-1]) and is_list_item(lines[first].text)
-            insert(lines, first, texts if direct else [*texts, ""], newline)
+    blocks = structure.body_blocks(target)
+    if request.operation == "replace":
+        end = blocks[-1].end_line if blocks else target.body_line
+        lines = _place(structure, (target.body_line, end), texts, lead=False, trail=False)
+    elif request.operation == "prepend" and blocks:
+        first = blocks[0].first_line
+        trail = not (content.ends_as("list") and blocks[0].kind == "list")
+        lines = _place(structure, (first, first), texts, lead=False, trail=trail)
+    elif blocks:
+        at = blocks[-1].end_line
+        lead = not _continues(blocks[-1], content)
+        lines = _place(structure, (at, at), texts, lead=lead, trail=False)
     else:
-        replace(lines, target.body_line, last + 1, texts, newline)
+        # An empty body: the content goes right below the heading, the blank lines that
+        # separated it from the next one stay after the content.
+        at = target.body_line
+        lines = _place(structure, (at, at), texts, lead=False, trail=False)
     return Applied(join_lines(lines), target.label())
 
 
 def _create_heading(
-    path: str, lines: list[Line], structure: NoteStructure, reference: str, newline: str
-) -> HeadingTarget:
-    """Add the missing headings of `reference` below its longest existing prefix; the
-    new innermost heading is returned, resolved in the changed note."""
+    path: str, structure: NoteStructure, reference: str
+) -> tuple[NoteStructure, HeadingTarget]:
+    """Add the missing headings of `reference` below its longest existing prefix: the
+    changed note, and its new innermost heading."""
     wanted = split_heading_reference(reference)
+    if any("\n" in name or "\r" in name for name in wanted):
+        raise EditRefused(
+            "A heading is one line: the target holds a line break. Nothing was written."
+        )
     parent: HeadingTarget | None = None
     existing = 0
     for count in range(len(wanted) - 1, 0, -1):
-        prefix = _HEADING_SEPARATOR.join(wanted[:count])
-        if len(heading_matches(structure, prefix)) >= 1:
+        prefix = heading_reference(wanted[:count])
+        if heading_matches(structure, prefix):
             parent = resolve_heading(structure, prefix)
             existing = count
             break
@@ -170,17 +313,23 @@ def _create_heading(
     # Everything missing goes in at one place: the end of the parent's section, or of the
     # note, each heading one level below the one before.
     if parent is not None:
-        at = _last_text_line(lines, parent) + 1
+        blocks = structure.body_blocks(parent)
+        at = blocks[-1].end_line if blocks else parent.body_line
     else:
-        at = max((i + 1 for i, line in enumerate(lines) if not is_blank(line.text)), default=0)
+        at = structure.blocks[-1].end_line if structure.blocks else structure.body_line
     added: list[str] = []
     for depth, name in enumerate(wanted[existing:]):
         added += ["", "#" * min(level + depth, _DEEPEST_HEADING) + " " + name]
-    if at == 0:
-        added = added[1:]
-    insert(lines, at, added, newline)
-    # Resolved again in the changed note: every line number after `at` has moved.
-    return resolve_heading(NoteStructure.of(path, lines), _HEADING_SEPARATOR.join(wanted))
+    lines = _place(structure, (at, at), added[1:], lead=True, trail=True)
+    created = NoteStructure.of(path, lines)
+    full = heading_reference(wanted)
+    if len(heading_matches(created, full)) != 1:
+        raise EditRefused(
+            f"The heading {excerpt(wanted[-1], 120)} cannot be written as a markdown heading "
+            "that reads back the same (a trailing '#', say); nothing was written. Choose "
+            "another heading text."
+        )
+    return created, resolve_heading(created, full)
 
 
 def _top_level(structure: NoteStructure) -> int:
@@ -197,36 +346,72 @@ def _top_level(structure: NoteStructure) -> int:
 def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> Applied:
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a block id"))
-    lines = split_lines(text)
-    newline = newline_of(text)
     texts = _lines_to_add(request)
-    target = resolve_block(NoteStructure.of(path, lines), lines, reference)
+    structure = NoteStructure.of(path, split_lines(text))
+    target = resolve_block(structure, reference)
+    content = _Content.of(_at_level(texts, target.prefix), target.prefix)
     if request.operation == "replace":
-        _replace_block(lines, target, texts, newline)
-    elif request.operation == "append":
-        last = target.last_line
-        direct = target.list_item and is_list_item(texts[0])
-        insert(lines, last + 1, texts if direct else ["", *texts], newline)
+        lines = _replace_block(structure, target, content)
     else:
-        direct = target.list_item and is_list_item(texts[-1])
-        insert(lines, target.first_line, texts if direct else [*texts, ""], newline)
+        # Next to a list item, list content continues the list; anything else is set apart.
+        item = target.kind == "item"
+        at = target.end_line if request.operation == "append" else target.first_line
+        lines = _place(
+            structure,
+            (at, at),
+            content.texts,
+            lead=not (item and content.starts_as("list")),
+            trail=not (item and content.ends_as("list")),
+            prefix=target.prefix,
+        )
     return Applied(join_lines(lines), target.label())
 
 
-def _replace_block(lines: list[Line], target: BlockTarget, texts: list[str], newline: str) -> None:
+def _at_level(texts: list[str], prefix: str) -> list[str]:
+    """Content written where a nested item or a quote's text stands gets the same
+    indentation and quote markers, unless it already starts with them."""
+    if not prefix or not texts or texts[0].startswith(prefix):
+        return texts
+    return [prefix + text if text.strip() else prefix.rstrip() for text in texts]
+
+
+def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Content) -> list[Line]:
+    if not target.id_alone:
+        texts = _with_id(content.texts, content, target)
+        span = (target.first_line, target.end_line)
+        return _place(structure, span, texts, lead=False, trail=False, prefix=target.prefix)
+    # The id keeps its own line below the new text (and the blank lines before it).
+    end = target.id_line
+    blank = target.prefix.rstrip()
+    while end > target.first_line and _separates(structure.lines[end - 1].text, blank):
+        end -= 1
+    return _place(
+        structure,
+        (target.first_line, end),
+        content.texts,
+        lead=False,
+        trail=False,
+        prefix=target.prefix,
+        keeps=target.id_line + 1 - end,
+    )
+
+
+def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[str]:
+    """The content with the block's id: where it already carries it, as it is; else at the
+    end of its first paragraph for a list item (the item's own text), of its last
+    otherwise; after content that does not end in text, on a line of its own."""
     marker = "^" + target.block_id
-    if target.standalone_id:
-        # The id stays on its own line below the new text.
-        end = target.last_line
-        while end > target.first_line and is_blank(lines[end - 1].text):
-            end -= 1
-        replace(lines, target.first_line, end, texts, newline)
-        return
+    carries = re.compile(rf"(?:^|[ \t]){re.escape(marker)}[ \t]*$")
+    if any(carries.search(text) for text in texts):
+        return texts
     if not texts:
-        texts = [marker]
-    elif not texts[-1].rstrip().endswith(marker):
-        texts = [*texts[:-1], texts[-1] + " " + marker]
-    replace(lines, target.first_line, target.last_line + 1, texts, newline)
+        return [target.prefix + marker]
+    own = leaves(content.blocks)
+    leaf = (own[0] if target.kind == "item" else own[-1]) if own else None
+    if leaf is None or leaf.kind not in ("paragraph", "row"):
+        return [*texts, target.prefix.rstrip(), target.prefix + marker]
+    line = leaf.end_line - 1
+    return [*texts[:line], texts[line] + " " + marker, *texts[line + 1 :]]
 
 
 def _wrong_operation(operation: str, what: str) -> str:

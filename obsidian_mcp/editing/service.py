@@ -36,7 +36,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.swap import NoteChanged
-from obsidian_mcp.text.versions import version_of
+from obsidian_mcp.text.versions import is_version_token, version_of
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -45,9 +45,18 @@ logger = logging.getLogger(__name__)
 # is being typed in: Obsidian saves about 2 s after the last keystroke, so 5 s covers a
 # pause between sentences without holding an agent back for long.
 USER_EDIT_SECONDS = 5.0
+# A save on this machine stamps the note with this machine's clock, so a modification
+# time ahead of it came from elsewhere: a sync from a device whose clock runs ahead, or a
+# network drive's server. Up to this far ahead it is taken as "now" (a network drive's
+# clock a little off); beyond, the time says nothing about typing here.
+CLOCK_AHEAD_SECONDS = 2.0
 # An edit without a version whose note changed elsewhere between the read and the write
 # is made again on the new text this many times, when its own section did not change.
 _REAPPLY_ATTEMPTS = 3
+# Undo finds an edit's text again by the characters right next to it: this many on a side
+# (the journal keeps 40, so a change a little further away does not stop an undo; fewer
+# would let a chance match of a short span pass).
+_SIDE_CHARS = 16
 # Lines of a changed section a refusal shows.
 _CHANGED_LINES_SHOWN = 8
 
@@ -82,9 +91,6 @@ class Editor:
         self._protected = protected
         self._clock = clock
         self._user_edit_seconds = user_edit_seconds
-        # The version this server last wrote per note: a recent change that is ours is not
-        # the user typing.
-        self._written: dict[str, str] = {}
 
     def close(self) -> None:
         self._journal.close()
@@ -94,7 +100,8 @@ class Editor:
     def _check_path(self, raw_path: str) -> str:
         path = normalize_vault_path(raw_path)
         if not is_markdown(path):
-            path += ".md"
+            # Checked again with the extension: it may make a name too long for a file.
+            path = normalize_vault_path(path + ".md")
         if is_hidden(path) or self._protected(path):
             raise EditRefused(
                 f"{path!r} is not a note agents may edit (the memory files, their page and "
@@ -116,28 +123,44 @@ class Editor:
         if request.operation == "create":
             return await self._create(path, request, dry_run=dry_run)
         read = await self._vault.read_for_edit(path)
-        path, text = read.path, read.content
-        if version is not None and version.strip() != version_of(text):
-            raise EditRefused(self._stale_version(path, version.strip(), text, request))
-        if not dry_run:
-            await self._refuse_if_user_is_typing(read, force=force)
-        note = ""
+        path = read.path
+        if version is not None and version.strip() != version_of(read.content):
+            raise EditRefused(self._stale_version(path, version.strip(), read.content, request))
+        if dry_run:
+            applied = apply_edit(path, read.content, request)
+            return self._receipt(
+                path, request.operation, read.content, applied, edit_id=None, dry_run=True
+            )
+        notes: list[str] = []
+        earlier: str | None = None
         for _ in range(_REAPPLY_ATTEMPTS):
+            # Every attempt runs every check, on the text and the stat it read: a note
+            # caught half saved, or being typed in, is left alone on a retry too.
+            text = read.content
+            said = await self._refuse_if_user_is_typing(read, force=force)
+            notes += [said] if said and said not in notes else []
+            if earlier is not None:
+                self._refuse_if_target_changed(path, request, earlier, text, version)
             applied = apply_edit(path, text, request)
-            if dry_run or applied.text == text:
+            if applied.text == text:
                 return self._receipt(
-                    path, request.operation, text, applied, edit_id=None, dry_run=dry_run
+                    path, request.operation, text, applied, edit_id=None, note=" ".join(notes)
                 )
+            self._journal.wrote(path, applied.text)  # before: no process reads it unnoted
             try:
                 await self._vault.replace_if(path, text, applied.text)
             except NoteChanged as changed:
-                text = self._after_conflict(path, request, text, changed, version)
-                note = (
+                if changed.current is None:
+                    raise NoteNotFound(path) from None
+                earlier = text
+                read = await self._vault.read_for_edit(path)
+                again = (
                     "The note changed elsewhere while this edit was made; the target "
                     "section had not, so the edit was made on the new text."
                 )
+                notes += [again] if again not in notes else []
                 continue
-            return self._written_receipt(path, request, text, applied, note)
+            return self._written_receipt(path, request, text, applied, " ".join(notes))
         raise EditRefused(
             f"{path!r} kept changing while this edit was made ({_REAPPLY_ATTEMPTS} tries); "
             "nothing was written. Someone is editing it: wait, read it again and retry."
@@ -158,37 +181,36 @@ class Editor:
         return self._receipt(path, request.operation, old, applied, edit_id=edit_id, note=note)
 
     def _wrote(self, path: str, text: str | None) -> None:
-        if text is None:
-            self._written.pop(path, None)
-            return
-        self._written[path] = self._vault.handed_out(text)
+        # In the journal, which this server's processes share: a change one of them made
+        # a moment ago is not the user typing, for the others either.
+        if text is not None:
+            self._journal.wrote(path, text)
+            self._vault.handed_out(text)
 
-    def _after_conflict(
-        self,
-        path: str,
-        request: EditRequest,
-        text: str,
-        changed: NoteChanged,
-        version: str | None,
-    ) -> str:
-        """The new text to make the edit on again, or EditRefused when the edit's own
-        target changed (or the agent named the version it read)."""
-        current = changed.current
-        if current is None:
-            raise NoteNotFound(path)
+    def _refuse_if_target_changed(
+        self, path: str, request: EditRequest, text: str, current: str, version: str | None
+    ) -> None:
+        """After a conflict: EditRefused when the edit's own target changed between `text`
+        and `current` (or the agent named the version it read)."""
         if version is not None:
             raise EditRefused(self._stale_version(path, version, current, request))
         before, after = _target_text(path, text, request), _target_text(path, current, request)
         if before != after:
             raise EditRefused(
-                f"{path!r} changed while this edit was made, in its target: "
-                f"{_what_changed(before, after)} Nothing was written; read the section "
-                f"again (version {self._vault.handed_out(current)}) and edit that."
+                f"{path!r} changed while this edit was made, {_what_changed(before, after)} "
+                f"Nothing was written; read the section again (version "
+                f"{self._vault.handed_out(current)}) and edit that."
             )
-        return current
 
     def _stale_version(self, path: str, version: str, current: str, request: EditRequest) -> str:
         now = self._vault.handed_out(current)
+        if not is_version_token(version):
+            return (
+                f"{excerpt(version, 40)} is not a version this server hands out (a version is "
+                "12 hexadecimal characters, from vault_read_note, vault_peek_file or an "
+                f"edit's receipt); nothing was written. {path!r} is at version {now}: pass "
+                "that after reading the note, or leave version out."
+            )
         old = self._vault.recent.get(version)
         if old is None:
             what = "Its target now reads: " + _what_changed(
@@ -203,36 +225,43 @@ class Editor:
             f"written. {what} Make the edit against the current text with version={now}."
         )
 
-    async def _refuse_if_user_is_typing(self, read: NoteData, *, force: bool) -> None:
+    async def _refuse_if_user_is_typing(self, read: NoteData, *, force: bool) -> str:
         """Leave a note alone that someone else changed a moment ago and may still be
         saving. `force` overrides only what can be overridden safely: the user's typing in
-        a note whose write is checked on disk."""
+        a note whose write is checked on disk. What the receipt should say, if anything."""
         path, text = read.path, read.content
         age = self._clock() - read.stat.mtime_ms / 1000
-        if age >= self._user_edit_seconds or self._written.get(path) == version_of(text):
-            return
+        if age < -CLOCK_AHEAD_SECONDS:
+            return (
+                f"Its modification time is {_span(-age)} ahead of this machine's clock (a sync "
+                "from a device whose clock runs ahead?), so it was not taken as a sign of "
+                "someone typing in it."
+            )
+        age = max(age, 0.0)
+        if age >= self._user_edit_seconds or self._journal.wrote_lately(path, text):
+            return ""
         wait = f"Wait {self._user_edit_seconds:.0f} s and read it again."
         if not text:
             # A save truncates the file before it writes it: an empty note changed a
             # moment ago is most likely half saved, and an edit made on it would replace
             # the whole text the save is about to write (measured: bench/edit_races.py).
             raise EditRefused(
-                f"{path!r} is empty and changed {max(age, 0):.0f} s ago: a save may be half "
+                f"{path!r} is empty and changed {age:.0f} s ago: a save may be half "
                 f"done, so nothing was written. {wait}"
             )
         if not self._vault.writes_checked:
             raise EditRefused(
-                f"{path!r} changed {max(age, 0):.0f} s ago, so nothing was written, even with "
+                f"{path!r} changed {age:.0f} s ago, so nothing was written, even with "
                 "force: through Obsidian's API alone a write cannot be checked against a save "
                 "landing at the same moment (the plugin has no conditional write). "
                 f"{wait} Setting OBSIDIAN_VAULT_PATH lets edits be checked on disk."
             )
         if force:
-            return
+            return ""
         if await self._vault.open_in_obsidian(path) is False:
-            return  # changed recently, but not in the note the user has open
+            return ""  # changed recently, but not in the note the user has open
         raise EditRefused(
-            f"{path!r} changed {max(age, 0):.0f} s ago and may be open in Obsidian: the user "
+            f"{path!r} changed {age:.0f} s ago and may be open in Obsidian: the user "
             f"could be typing in it, so nothing was written. Wait {self._user_edit_seconds:.0f} "
             "s and read it again, or pass force=true if the user asked for this edit now."
         )
@@ -240,6 +269,13 @@ class Editor:
     async def _create(self, path: str, request: EditRequest, *, dry_run: bool) -> Receipt:
         text = created_text(request)
         applied = Applied(text, "new note")
+        twin = await self._vault.existing_spelling(path)
+        if twin is not None:
+            raise EditRefused(
+                f"A note already exists at {twin!r}: the same name as {path!r}, its letters "
+                "encoded in another Unicode form, so the two would look alike in Obsidian. "
+                "Nothing was written. Edit that note, or choose another name."
+            )
         if dry_run:
             try:
                 await self._vault.read_for_edit(path)
@@ -248,6 +284,7 @@ class Editor:
                     path, request.operation, "", applied, edit_id=None, dry_run=True
                 )
             raise EditRefused(_exists(path))
+        self._journal.wrote(path, text)
         try:
             await self._vault.replace_if(path, None, text)
         except NoteChanged:
@@ -269,12 +306,12 @@ class Editor:
     ) -> Receipt:
         new = applied.text
         if new == old and not dry_run:
-            note = note or "The note already read so; nothing was written."
+            note = note or "The note already reads so; nothing was written."
         return Receipt(
             path=path,
             operation=operation,
             target=applied.target,
-            diff=diff_lines(old, new, changed_span(old, new)),
+            diff=diff_lines(old, new),
             chars_before=len(old),
             chars_after=len(new),
             version=self._vault.handed_out(new if not dry_run else old),
@@ -309,6 +346,7 @@ class Editor:
                 "back by hand."
             )
         restored = current[:start] + entry.old_text + current[start + len(entry.new_text) :]
+        self._journal.wrote(path, restored)
         try:
             await self._vault.replace_if(path, current, restored)
         except NoteChanged:
@@ -346,6 +384,7 @@ class Editor:
             old = entry.new_text
         else:
             assert entry.old_text is not None
+            self._journal.wrote(path, entry.old_text)
             try:
                 await self._vault.replace_if(path, None, entry.old_text)
             except NoteChanged:
@@ -360,6 +399,16 @@ class Editor:
         return self._receipt(path, "undo", old, applied, edit_id=undo_id)
 
 
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
 def _exists(path: str) -> str:
     return (
         f"A note already exists at {path!r}; create never overwrites one. Nothing was "
@@ -368,22 +417,54 @@ def _exists(path: str) -> str:
 
 
 def _locate(current: str, entry: JournalEntry) -> int | None:
-    """Where the edit's new text still stands: at its place, or (lines above moved) the
-    one place its text and context occur."""
+    """Where the edit's new text still stands, or None when it changed or cannot be told
+    apart from other places. Text typed near it does not matter: what undo takes back is
+    the span, found with the text right next to it on at least one side (a long span
+    found once needs neither). A removal left no text: its place is where the text on
+    both sides of it still meets. Of several places, the one that keeps more of its
+    surroundings wins, then the recorded one."""
     assert entry.new_text is not None
-    at = entry.start
-    end = at + len(entry.new_text)
-    if (
-        current[at:end] == entry.new_text
-        and current[max(0, at - len(entry.before)) : at] == entry.before
-        and current[end : end + len(entry.after)] == entry.after
-    ):
-        return at
-    needle = entry.before + entry.new_text + entry.after
-    first = current.find(needle)
-    if first < 0 or current.find(needle, first + 1) >= 0:
+    new = entry.new_text
+
+    def sides(at: int) -> int:
+        return _side_kept(current, entry.before, at, before=True) + _side_kept(
+            current, entry.after, at + len(new), before=False
+        )
+
+    if new:
+        found = _occurrences(current, new)
+        unique_and_long = len(found) == 1 and len(new) >= _SIDE_CHARS
+        places = [at for at in found if unique_and_long or sides(at) > 0]
+    else:
+        join = entry.before[-_SIDE_CHARS:] + entry.after[:_SIDE_CHARS]
+        found = [at + len(entry.before[-_SIDE_CHARS:]) for at in _occurrences(current, join)]
+        places = [at for at in found if sides(at) == 2]
+    if not places:
         return None
-    return first + len(entry.before)
+    ranked = [(sides(at), at == entry.start) for at in places]
+    best = max(ranked)
+    winners = [at for at, rank in zip(places, ranked, strict=True) if rank == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _side_kept(current: str, side: str, at: int, *, before: bool) -> bool:
+    """Whether the text next to `at` still reads as recorded: its nearest characters, and
+    where the recorded side was short because it reached the note's start or end, that
+    edge too."""
+    near = side[-_SIDE_CHARS:] if before else side[:_SIDE_CHARS]
+    reaches_edge = len(side) < _SIDE_CHARS
+    if before:
+        return current.endswith(near, 0, at) and (not reaches_edge or at == len(near))
+    return current.startswith(near, at) and (not reaches_edge or at + len(near) == len(current))
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
 
 
 def _target_text(path: str, text: str, request: EditRequest) -> str:

@@ -1,28 +1,51 @@
-"""Find what an edit names in the note's own structure, or refuse with the candidates.
+"""Find what an edit names in the note's own structure, or refuse with the candidates; and
+check that an edit leaves every block it did not name reading as before.
 
-Headings come from the project's markdown parser (markdown-it), so headings in code
-fences, blockquotes, callouts and the frontmatter are never targets, and setext headings
-are. Everything is returned as line indices into `lines.split_lines` of the same text.
+Everything comes from the project's markdown parse (markdown-it's block tokens with their
+line maps, plus Obsidian's `%%` comments and `$$` math): headings in code, quotes,
+callouts, comments or the frontmatter are never targets, setext headings are, a list
+item is the item with its nested items and lazy lines. Everything is returned as line
+indices into `lines.split_lines` of the same text.
 """
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from obsidian_mcp.editing.lines import Line, is_blank, is_list_item
+from obsidian_mcp.editing.lines import Line, join_lines
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.text.markdown import (
+    Block,
     ParsedNote,
     Section,
+    heading_reference,
     heading_reference_parts,
     normalise_heading,
-    parse_note,
+    parse_structure,
 )
 
 # How many headings a refusal lists; a long note's outline is what vault_peek_file is for.
 _LISTED_HEADINGS = 15
 _BLOCK_ID_RE = re.compile(r"\^[A-Za-z0-9-]+")
+# Blocks that hold other blocks; the rest are leaves (a table's rows are its leaves).
+_CONTAINERS = frozenset({"list", "item", "quote", "table"})
+_KIND_NAMES = {
+    "paragraph": "paragraph",
+    "heading": "heading",
+    "code": "code block",
+    "math": "math block",
+    "comment": "%% comment",
+    "html": "HTML block",
+    "rule": "rule",
+    "row": "table row",
+    "table": "table",
+    "list": "list",
+    "item": "list item",
+    "quote": "quote",
+}
+_UNCLOSED_NAMES = {"code": "```", "math": "$$", "comment": "%%"}
 
 
 class EditRefused(VaultError):
@@ -38,37 +61,45 @@ class HeadingTarget:
     end_line: int  # the next heading of the same or a higher level, or len(lines)
 
     def label(self) -> str:
-        return f"{' > '.join(self.path)} (line {self.heading_line + 1})"
+        return f"{heading_reference(self.path)} (line {self.heading_line + 1})"
 
 
 @dataclass(frozen=True, slots=True)
 class BlockTarget:
     block_id: str  # without "^"
+    kind: str  # the named block's: "item", "paragraph", "table", "quote", ...
     first_line: int
-    last_line: int  # inclusive: the line that carries the id
-    standalone_id: bool  # "^id" alone on its line, naming the block above
-    list_item: bool
+    end_line: int  # exclusive: a list item's nested items and the id line included
+    id_line: int  # the line that carries the id
+    # "^id" alone on the block's last line (below a table or a quote, after a blank line
+    # or not): the line stays as it is when the block is replaced.
+    id_alone: bool
+    # What the block's lines start with that is not the block's own: the indentation of
+    # a nested list item, the "> " of the quote around it. Content written there gets it.
+    prefix: str
 
     def label(self) -> str:
-        return f"^{self.block_id} (line {self.last_line + 1})"
+        return f"^{self.block_id} (line {self.id_line + 1})"
 
 
 @dataclass(frozen=True, slots=True)
 class NoteStructure:
-    """What targets resolve against: the parsed note and its line starts."""
+    """What targets resolve against: the parsed note, its blocks and its lines."""
 
     note: ParsedNote
+    blocks: tuple[Block, ...]
+    lines: tuple[Line, ...]
     line_starts: list[int]
 
     @classmethod
-    def of(cls, path: str, lines: list[Line]) -> "NoteStructure":
+    def of(cls, path: str, lines: Sequence[Line]) -> "NoteStructure":
         starts: list[int] = []
         offset = 0
         for line in lines:
             starts.append(offset)
             offset += len(line.text) + len(line.ending)
-        text = "".join(line.text + line.ending for line in lines)
-        return cls(parse_note(path, text), starts)
+        note, blocks = parse_structure(path, join_lines(lines))
+        return cls(note, blocks, tuple(lines), starts)
 
     def line_of(self, offset: int) -> int:
         """The line an offset falls in; the end of the text is one past the last line."""
@@ -93,15 +124,9 @@ class NoteStructure:
             end_line=self.line_of(section.subtree_end),
         )
 
-    def hidden_lines(self) -> set[int]:
-        """Lines where nothing is a target: the frontmatter and code blocks."""
-        hidden = set(range(self.body_line))
-        for paragraph in self.note.paragraphs:
-            if paragraph.kind == "code":
-                hidden.update(
-                    range(self.line_of(paragraph.start), self.line_of(paragraph.end - 1) + 1)
-                )
-        return hidden
+    def body_blocks(self, target: HeadingTarget) -> list[Block]:
+        """The top-level blocks of a section's body, subsections' headings and text too."""
+        return [b for b in self.blocks if target.body_line <= b.first_line < target.end_line]
 
 
 def _outline(headings: list[HeadingTarget]) -> str:
@@ -114,7 +139,8 @@ def _outline(headings: list[HeadingTarget]) -> str:
 
 def heading_matches(structure: NoteStructure, reference: str) -> list[HeadingTarget]:
     """Headings a reference names: an exact full path wins; else every heading whose path
-    ends with the reference's headings (a suffix)."""
+    ends with the reference's headings (a suffix); else a heading whose own text is the
+    whole reference (an unquoted "A > B")."""
     parts = heading_reference_parts(reference)
     if not parts:
         return []
@@ -123,11 +149,15 @@ def heading_matches(structure: NoteStructure, reference: str) -> list[HeadingTar
     exact = [h for h, path in zip(headings, normalised, strict=True) if path == parts]
     if exact:
         return exact
-    return [
+    suffix = [
         h
         for h, path in zip(headings, normalised, strict=True)
         if len(path) >= len(parts) and path[-len(parts) :] == parts
     ]
+    if suffix:
+        return suffix
+    literal = normalise_heading(reference.strip().lstrip("#"))
+    return [h for h, path in zip(headings, normalised, strict=True) if path[-1] == literal]
 
 
 def resolve_heading(structure: NoteStructure, reference: str) -> HeadingTarget:
@@ -143,51 +173,239 @@ def resolve_heading(structure: NoteStructure, reference: str) -> HeadingTarget:
         )
     raise EditRefused(
         f"The note has no heading {shown}; nothing was written. "
-        f"{_outline(structure.headings())} Pass one of these as target, or "
-        "create_target=true to add the heading."
+        f"{_outline(structure.headings())} Pass one of these as target (without the line "
+        "number), or create_target=true to add the heading."
     )
 
 
-def resolve_block(structure: NoteStructure, lines: list[Line], reference: str) -> BlockTarget:
+# -- block ids --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """A block with what holds it: its parents, outermost first, and its siblings."""
+
+    block: Block
+    parents: tuple[Block, ...]
+    siblings: tuple[Block, ...]
+    index: int
+
+
+def _places(blocks: Sequence[Block], parents: tuple[Block, ...] = ()) -> Iterator[_Place]:
+    for index, block in enumerate(blocks):
+        yield _Place(block, parents, tuple(blocks), index)
+        if block.kind in _CONTAINERS and block.kind != "table":
+            yield from _places(block.children, (*parents, block))
+
+
+def resolve_block(structure: NoteStructure, reference: str) -> BlockTarget:
     block_id = reference.strip().removeprefix("^")
     if not _BLOCK_ID_RE.fullmatch("^" + block_id):
         raise EditRefused(
             f"{excerpt(reference, 60)} is not a block id: use '^' and letters, digits or "
             "'-', e.g. target='^abc123'."
         )
-    ends_with_id = re.compile(rf"(?:^|[ \t])\^{re.escape(block_id)}[ \t]*$")
-    hidden = structure.hidden_lines()
+    ends_with_id = re.compile(rf"(?:^|[ \t>])\^{re.escape(block_id)}[ \t]*$")
+    lines = structure.lines
     found = [
-        index
-        for index, line in enumerate(lines)
-        if index not in hidden and ends_with_id.search(line.text)
+        place
+        for place in _places(structure.blocks)
+        if place.block.kind in ("paragraph", "table")
+        and ends_with_id.search(lines[place.block.end_line - 1].text)
     ]
     if len(found) != 1:
         where = (
-            f"{len(found)} lines carry it (lines {', '.join(str(i + 1) for i in found[:10])})"
+            f"{len(found)} blocks carry it (lines "
+            f"{', '.join(str(p.block.end_line) for p in found[:10])})"
             if found
-            else "no line of the note ends with it"
+            else "no block of the note ends with it"
         )
         raise EditRefused(
             f"There is no block ^{block_id} to edit: {where}; nothing was written. "
             "Call vault_read_note to see the note's block ids, or target a heading."
         )
-    last = found[0]
-    heading_lines = {h.heading_line for h in structure.headings()}
-    standalone = lines[last].text.strip() == "^" + block_id
-    if not standalone and is_list_item(lines[last].text):
-        return BlockTarget(block_id, last, last, standalone_id=False, list_item=True)
-    first = last
-    if standalone:
-        # Obsidian's way to name a table, list or quote: the id on its own line below it,
-        # often after a blank line.
-        while first - 1 >= structure.body_line and is_blank(lines[first - 1].text):
-            first -= 1
-    while (
-        first - 1 >= structure.body_line
-        and not is_blank(lines[first - 1].text)
-        and first - 1 not in heading_lines
-        and (standalone or not is_list_item(lines[first - 1].text))
-    ):
-        first -= 1
-    return BlockTarget(block_id, first, last, standalone_id=standalone, list_item=False)
+    return _named_block(structure, found[0], block_id)
+
+
+def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> BlockTarget:
+    """The block an id names (Obsidian's rules): alone in a paragraph, the block before it
+    (not a heading: headings are named by their text);
+    at the end of a list item's own text, the item with its nested items; at the end of a
+    quote's (a callout's) last line, the quote; else the paragraph or table it ends."""
+    carrier = place.block
+    id_line = carrier.end_line - 1
+    id_alone = structure.lines[id_line].text.strip(" \t>") == "^" + block_id
+    named, parents = carrier, place.parents
+    above = place.siblings[place.index - 1] if place.index > 0 else None
+    if id_alone and carrier.first_line == id_line and above and above.kind != "heading":
+        named = above
+    elif parents and parents[-1].kind == "item" and parents[-1].children[0] is carrier:
+        named, parents = parents[-1], parents[:-1]
+        # A list item's id can sit on its own (lazy) line, with nested items below it.
+        id_alone = id_alone and named.end_line == carrier.end_line
+    else:
+        while parents and parents[-1].kind == "quote" and parents[-1].end_line == named.end_line:
+            named, parents = parents[-1], parents[:-1]
+    quotes = sum(1 for parent in parents if parent.kind == "quote")
+    return BlockTarget(
+        block_id=block_id,
+        kind=named.kind,
+        first_line=named.first_line,
+        end_line=max(named.end_line, carrier.end_line),
+        id_line=id_line,
+        id_alone=id_alone,
+        prefix=_prefix(structure.lines[named.first_line].text, quotes) if parents else "",
+    )
+
+
+def _prefix(text: str, quotes: int) -> str:
+    """The leading spaces, tabs and the first `quotes` '>' of a line: what the containers
+    around a block put before its text."""
+    end = 0
+    seen = 0
+    while end < len(text) and text[end] in " \t>":
+        if text[end] == ">":
+            if seen == quotes:
+                break
+            seen += 1
+        end += 1
+    return text[:end]
+
+
+# -- the blocks around an edit ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A block that holds no other blocks (a table's row is one), and where it stands."""
+
+    kind: str
+    first_line: int
+    end_line: int
+    # The containers around it, outermost first: a list by its marker, an item or a table
+    # by its first line, a quote.
+    within: tuple[tuple[str, str | int], ...]
+
+
+def leaves(blocks: Sequence[Block], within: tuple[tuple[str, str | int], ...] = ()) -> list[Leaf]:
+    """The blocks inside `blocks` that hold no other blocks, in order."""
+    found: list[Leaf] = []
+    for block in blocks:
+        if block.kind in _CONTAINERS and block.children:
+            key: str | int = block.markup if block.kind == "list" else block.first_line
+            found += leaves(block.children, (*within, (block.kind, key)))
+        else:
+            found.append(Leaf(block.kind, block.first_line, block.end_line, within))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """Lines [start, old_end) of a note became lines [start, new_end) of the edited one."""
+
+    start: int
+    old_end: int
+    new_end: int
+
+    def moved(self, line: int) -> int | None:
+        """Where an old line is in the edited note; None for a line the edit replaced."""
+        if line < self.start:
+            return line
+        if line >= self.old_end:
+            return line + self.new_end - self.old_end
+        return None
+
+
+def changed_around(
+    before: NoteStructure, after: NoteStructure, splice: Splice, content_kinds: Sequence[str]
+) -> str | None:
+    """What an edit would change outside its own lines, or None when nothing: every block
+    it did not replace must keep its lines and kind in the same containers (a paragraph
+    must not run on into the new text, a list must not take in a paragraph, a fence
+    must not swallow it), and the new text must read as `content_kinds` (its blocks' kinds
+    read alone, in order), not as part of a block around it."""
+    new_leaves = {
+        (leaf.first_line, leaf.end_line, leaf.kind, leaf.within) for leaf in leaves(after.blocks)
+    }
+    for leaf in leaves(before.blocks):
+        inside = splice.start < splice.old_end and (
+            splice.start <= leaf.first_line and leaf.end_line <= splice.old_end
+        )
+        if inside:
+            continue
+        if _moved_leaf(leaf, splice) not in new_leaves:
+            return _broken(before, after, leaf, splice)
+    placed = [
+        leaf
+        for leaf in leaves(after.blocks)
+        if leaf.first_line < splice.new_end and leaf.end_line > splice.start
+    ]
+    for leaf in placed:
+        if leaf.first_line < splice.start or leaf.end_line > splice.new_end:
+            return (
+                f"the new text would run into the {_KIND_NAMES[leaf.kind]} at line "
+                f"{leaf.first_line + 1}"
+            )
+    kinds = [leaf.kind for leaf in placed]
+    if kinds != list(content_kinds) and not _continues_table(kinds, content_kinds):
+        return (
+            "the new text would not read as written there (as "
+            f"{', '.join(_KIND_NAMES[k] for k in kinds) or 'nothing'} instead of "
+            f"{', '.join(_KIND_NAMES[k] for k in content_kinds)})"
+        )
+    return None
+
+
+def _continues_table(kinds: Sequence[str], content_kinds: Sequence[str]) -> bool:
+    """Table rows read alone are a paragraph; placed under a table they are its rows."""
+    return list(content_kinds) == ["paragraph"] and bool(kinds) and set(kinds) == {"row"}
+
+
+def _moved_leaf(leaf: Leaf, splice: Splice) -> tuple[int | None, int | None, str, object]:
+    # A container whose first lines the edit replaced (a table with its id row kept) now
+    # starts where the new text does.
+    within = tuple(
+        (kind, key if isinstance(key, str) else _or(splice.moved(key), splice.start))
+        for kind, key in leaf.within
+    )
+    last = splice.moved(leaf.end_line - 1)
+    return (
+        splice.moved(leaf.first_line),
+        None if last is None else last + 1,
+        leaf.kind,
+        within,
+    )
+
+
+def _or(line: int | None, default: int) -> int:
+    return default if line is None else line
+
+
+def _broken(before: NoteStructure, after: NoteStructure, leaf: Leaf, splice: Splice) -> str:
+    """Why a block around the edit would read differently, in words the agent can act on."""
+    for block in before.blocks:
+        # Never closed, a fence, $$ or %% at the top level runs to the end of the note.
+        if not block.closed and block.first_line < splice.start:
+            return (
+                f"it would go inside the {_KIND_NAMES[block.kind]} opened at line "
+                f"{block.first_line + 1} and never closed, where it would not read as text "
+                f"(close that block with a {_UNCLOSED_NAMES[block.kind]} line first)"
+            )
+    name = f"the {_KIND_NAMES[leaf.kind]} at line {leaf.first_line + 1}"
+    first = splice.moved(leaf.first_line)
+    now = next(
+        (
+            other
+            for other in leaves(after.blocks)
+            if first is not None and other.first_line <= first < other.end_line
+        ),
+        None,
+    )
+    if now is not None and now.kind != leaf.kind:
+        within = " in a list item" if any(kind == "item" for kind, _ in now.within) else ""
+        return f"{name} would become part of a {_KIND_NAMES[now.kind]}{within}"
+    return (
+        f"{name} would run on into the new text or change its place in a list or quote "
+        "(content starting with indentation, '---', '===' or an HTML tag can do that): "
+        "change the content's first or last line, or choose another target"
+    )

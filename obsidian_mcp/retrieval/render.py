@@ -11,6 +11,7 @@ from typing import Any
 from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
+from obsidian_mcp.text.markdown import heading_reference
 from obsidian_mcp.text.snippets import ELLIPSIS
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.text.wording import plural
@@ -53,7 +54,7 @@ def obsidian_link(path: str, section: tuple[str, ...]) -> str:
 
 
 def read_call(path: str, section: tuple[str, ...]) -> str:
-    heading = f", heading={quote(' > '.join(section))}" if section else ""
+    heading = f", heading={quote(heading_reference(section))}" if section else ""
     return f"vault_read_note(path={quote(path)}{heading})"
 
 

@@ -21,8 +21,8 @@ from obsidian_mcp.index.embedder import (
     OnnxEmbedder,
     configured_model_files,
 )
-from obsidian_mcp.index.location import index_path, vault_identity
-from obsidian_mcp.index.store import IndexStore, index_file
+from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.memory.cache import memory_cache_path
 from obsidian_mcp.memory.files import MemoryFiles
@@ -30,6 +30,8 @@ from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.base import Source
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.sources.identity import journal_file, lock_names, recovery_log
+from obsidian_mcp.sources.locking import VaultLock, lock_file
 from obsidian_mcp.sources.rest import RestSource, build_http_client
 from obsidian_mcp.vault import NoVaultConfigured, Vault
 
@@ -79,7 +81,11 @@ class StateRef:
 
 async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault | None, str]:
     """Choose the sources; the note says why a configured source is not in use."""
-    disk = FolderSource(settings.vault_path) if settings.vault_path is not None else None
+    disk = (
+        FolderSource(settings.vault_path, recovery=recovery_log(settings))
+        if settings.vault_path is not None
+        else None
+    )
     if disk is not None and not disk.root.is_dir():
         return None, (
             f"the vault folder {settings.vault_path} does not exist or is not a folder; point "
@@ -103,7 +109,13 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
         return None, "neither OBSIDIAN_API_KEY nor OBSIDIAN_VAULT_PATH is set."
     # The memory page is for the user; searching it would answer from the memories twice.
     generated = frozenset({MemoryFiles(settings.memory_path).view})
-    return Vault(live, disk, selection_note=note, generated=generated), note
+    lock = VaultLock([lock_file(settings.config_dir / "locks", n) for n in lock_names(settings)])
+    vault = Vault(live, disk, selection_note=note, generated=generated, lock=lock)
+    # Edits a stopped server left half written, and a folder and an API key that show two
+    # different vaults, are found now (both log what they find; doctor reports them).
+    await vault.recover_interrupted_writes()
+    await vault.check_identity()
+    return vault, note
 
 
 # Loaded models by (file, threads): queries, the background index build and memory
@@ -148,9 +160,9 @@ def open_memory(
 
 
 def open_editor(settings: Settings, vault: Vault) -> Editor:
-    """The editor, its undo journal kept per vault in the cache folder."""
-    identity, name = vault_identity(settings)
-    journal = EditJournal(index_file(settings.cache_dir / "edits", identity, name))
+    """The editor, its undo journal kept per vault (not per address) in the cache folder."""
+    journal = EditJournal(journal_file(settings))
+    vault.note_writes_with(journal.wrote)
     return Editor(vault, journal, protected=MemoryFiles(settings.memory_path).owns)
 
 

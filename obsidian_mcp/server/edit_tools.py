@@ -33,7 +33,12 @@ def format_receipt(receipt: Receipt) -> str:
     ]
     if receipt.edit_id:
         facts.append(f"edit_id {receipt.edit_id}")
-    head = "Dry run, nothing written: " if receipt.dry_run else "Edited "
+    if receipt.dry_run:
+        head = "Dry run, nothing written: "
+    elif receipt.edit_id is None:
+        head = "Nothing changed: "
+    else:
+        head = "Edited "
     lines = [head + receipt.path + " · " + " · ".join(facts)]
     if receipt.note:
         lines.append(receipt.note)
@@ -51,13 +56,13 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_TARGET_CHARS,
-                description="Heading path ('A > B') or '^blockid'; key for set/delete; exact "
-                "text for replace_text.",
+                description="Heading path 'A > B' ('\"A > B\"': one heading) or ^blockid; "
+                "key for set/delete; exact text for replace_text.",
             ),
         ] = None,
         content: Annotated[
             str | None,
-            Field(max_length=MAX_EDIT_CHARS, description="New text; YAML value for set."),
+            Field(max_length=MAX_EDIT_CHARS, description="New text, or set's value."),
         ] = None,
         version: Annotated[
             str | None,
@@ -71,8 +76,8 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         force: Annotated[bool, Field(description="Even if the user is typing.")] = False,
         format: OutputFormat = "markdown",
     ) -> str:
-        """Change a section, block, frontmatter key or exact text of a note, or create one;
-        replies with a receipt (diff, version, edit_id), not the note."""
+        """Change a note's section, block, frontmatter key or exact text, or create a note;
+        replies with a receipt (diff, version, edit_id)."""
         state = app_state(ctx)
         request = EditRequest(operation, target, content, expected_count, create_target)
         with tool_errors():
@@ -89,7 +94,7 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         ctx: Context[AppState],
         format: OutputFormat = "markdown",
     ) -> str:
-        """Undo an edit; refused if the text it wrote changed since."""
+        """Undo an edit; refused if the text it wrote has changed."""
         with tool_errors():
             receipt = await app_state(ctx).require().editor.undo(edit_id)
         return to_json(receipt) if format == "json" else format_receipt(receipt)

@@ -6,6 +6,7 @@ so two server processes on one vault never interleave their lines.
 
 import errno
 import fcntl
+import logging
 import os
 import re
 import stat
@@ -26,9 +27,13 @@ from obsidian_mcp.errors import (
     PathRefused,
     VaultError,
 )
+from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown
 from obsidian_mcp.sources import swap
 from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
+from obsidian_mcp.sources.recovery import PendingWrite, RecoveryLog, cut_short
+
+logger = logging.getLogger(__name__)
 
 # Enough of a file's head to tell text from binary: NUL bytes do not occur in text notes.
 _SNIFF_BYTES = 8192
@@ -83,9 +88,25 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _name_too_long(path: str, folder: Path) -> PathRefused:
+    """The name the filesystem refused as too long, with its real limit."""
+    try:
+        limit = os.pathconf(folder if folder.is_dir() else folder.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    longest = max(path.split("/"), key=lambda name: len(name.encode("utf-8")))
+    return PathRefused(
+        f"The name {excerpt(longest)} in {path!r} is {len(longest.encode('utf-8'))} bytes; "
+        f"this filesystem allows at most {limit} bytes in one name. Choose a shorter name."
+    )
+
+
 class FolderSource:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, recovery: RecoveryLog | None = None) -> None:
+        """`recovery`: where edits keep a note's previous text while they rewrite it (see
+        `sources/recovery.py`); without it an edit cut short cannot be put back."""
         self._root = root.resolve()
+        self._recovery = recovery
         # Decoded text by path, with the (mtime, size) it was read at: searches scan every
         # note, and most have not changed since the last one.
         self._texts: dict[str, tuple[tuple[int, int], str]] = {}
@@ -102,7 +123,13 @@ class FolderSource:
         return f"vault folder {self._root}"
 
     def _resolve(self, path: str) -> Path:
-        """The file for a vault path; refuses a symlink that points outside the vault."""
+        """The file for a vault path; refuses a symlink that points outside the vault, or
+        round a loop of links."""
+        if self._in_loop(path):
+            raise PathRefused(
+                f"{path!r} is a link that leads round a loop of links, to no file; it is not "
+                "followed. Point the link at a note (or remove it), or read another note."
+            )
         if self._leaves(path):
             raise PathRefused(
                 f"{path!r} is a link that points outside the vault; it is not followed. "
@@ -164,7 +191,18 @@ class FolderSource:
                 continue
             yield path, entry
 
+    def _in_loop(self, path: str) -> bool:
+        try:
+            os.stat(self._root / path)
+        except OSError as exc:
+            return exc.errno == errno.ELOOP
+        return False
+
     def _leaves(self, path: str) -> bool:
+        """Whether `path` leads out of the vault, or nowhere (a loop of links, which
+        Python before 3.13 cannot resolve): neither is followed or listed."""
+        if self._in_loop(path):
+            return True
         real = (self._root / path).resolve()
         return real != self._root and not real.is_relative_to(self._root)
 
@@ -300,7 +338,7 @@ class FolderSource:
     def _replace_file(self, path: str, content: str) -> None:
         target = self._writable(path)
         # Write a sibling and rename over the target, so a reader never sees half a file.
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary = swap.temporary_beside(target)
         temporary.write_bytes(content.encode("utf-8"))
         os.replace(temporary, target)
 
@@ -339,6 +377,8 @@ class FolderSource:
         try:
             operation()
         except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise _name_too_long(path, self._root / path) from None
             raise FileSystemFailure(path, doing, exc) from exc
 
     def _read_exact(self, path: str) -> NoteData:
@@ -353,21 +393,81 @@ class FolderSource:
         """The note as a read gives it, refusing a note with bytes that are not UTF-8."""
         return await anyio.to_thread.run_sync(self._read_exact, path)
 
+    def _edited_file(self, path: str) -> Path:
+        """The file an edit of `path` writes: a symlinked note's target (the link stays a
+        link; one that leaves the vault is refused by `_resolve`)."""
+        return self._writable(path).resolve()
+
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the note only if it holds `expected` (None: only if it does not exist);
-        NoteChanged with what it holds otherwise. See `swap`."""
-        target = self._writable(path)
-        await anyio.to_thread.run_sync(
-            self._checked,
-            lambda: swap.replace_if_unchanged(target, path, expected, content),
-            path,
-            "write",
-        )
+        NoteChanged with what it holds otherwise. The note is rewritten in place and keeps
+        its identity; see `swap`."""
+
+        def replace() -> None:
+            target = self._edited_file(path)
+            swap.replace_if_unchanged(target, path, expected, content, self._recovery)
+
+        await anyio.to_thread.run_sync(self._checked, replace, path, "write")
 
     async def remove_if(self, path: str, expected: str) -> None:
         target = self._resolve(path)
         await anyio.to_thread.run_sync(
             self._checked, lambda: swap.remove_if_unchanged(target, path, expected), path, "remove"
+        )
+
+    def names_in(self, folder: str) -> list[str]:
+        """The names of the entries directly in `folder` ([] when there is none)."""
+        try:
+            return sorted(os.listdir(self._resolve(folder) if folder else self._root))
+        except OSError:
+            return []
+
+    # -- edits a stopped process left unfinished --------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Settle the writes a process stopped in the middle of (see `recovery`); one line
+        per write that needed anything. The caller holds the vault's lock."""
+        if self._recovery is None:
+            return []
+        said: list[str] = []
+        for write in self._recovery.pending():
+            try:
+                line = self._settle(write, self._recovery)
+            except (OSError, VaultError) as exc:
+                line = (
+                    f"an edit of {write.path!r} was cut short and could not be settled "
+                    f"({exc}); its record stays in {write.record}"
+                )
+                logger.warning("%s", line)
+                said.append(line)
+                continue
+            self._recovery.end(write.record)
+            if line:
+                logger.warning("%s", line)
+                said.append(line)
+        return said
+
+    def _settle(self, write: PendingWrite, recovery: RecoveryLog) -> str:
+        try:
+            st = os.stat(write.file)
+            current = write.file.read_bytes()
+        except FileNotFoundError:
+            current = None
+            same_file = False
+        else:
+            same_file = (st.st_dev, st.st_ino) == (write.device, write.inode)
+        if current is not None and current in (write.new, write.old):
+            return ""  # the write finished, or never began
+        if same_file and current is not None and cut_short(current, write.old, write.new):
+            swap.rewrite_if_unchanged(write.file, write.path, current, write.old, None)
+            return (
+                f"an edit of {write.path!r} was cut short (the server stopped while writing "
+                "it); the note's previous text was put back"
+            )
+        kept = recovery.keep(write)
+        return (
+            f"an edit of {write.path!r} was cut short and the note has changed since (or is "
+            f"gone), so it was left as it is; its text from before the edit is saved in {kept}"
         )
 
     # -- search ----------------------------------------------------------------------------

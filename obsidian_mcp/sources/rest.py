@@ -7,11 +7,12 @@ in total time; appends are never retried blindly, because a POST that timed out 
 landed already.
 """
 
+import hashlib
 import json
 import logging
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
@@ -43,7 +44,7 @@ from obsidian_mcp.paths import is_markdown
 from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
 from obsidian_mcp.sources.folder import decode_text, looks_binary
 from obsidian_mcp.sources.handshake import handshake_safe_transport
-from obsidian_mcp.sources.swap import NoteChanged
+from obsidian_mcp.sources.swap import NoteChanged, decode_exact
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ _ACTIVE_ANSWERS_WHEN_NONE_OPEN = (3, 4, 3)
 class UnknownActiveNote(VaultError):
     def __init__(self, url: str) -> None:
         super().__init__(f"The plugin at {url} cannot say which note is open (before 3.4.3).")
+
 
 NOTE_JSON = "application/vnd.olrapi.note+json"
 JSONLOGIC = "application/vnd.olrapi.jsonlogic+json"
@@ -276,9 +278,10 @@ class RestSource:
         """Whether Obsidian answers `GET /` within `seconds`, without retries: the cheap
         check that an outage is over."""
         try:
-            with anyio.fail_after(seconds):
-                response = await self._http.get("/")
-        except (TimeoutError, httpx.HTTPError):
+            # httpx's own timeout, not a cancellation: a request cancelled while it
+            # connects leaves its socket open (anyio's connect tasks), one per probe.
+            response = await self._http.get("/", timeout=seconds)
+        except httpx.HTTPError:
             return False
         return response.status_code < 500
 
@@ -438,20 +441,55 @@ class RestSource:
     async def append(self, path: str, content: str) -> None:
         await self._send_text("POST", path, content, idempotent=False)
 
+    def key_digest(self) -> str | None:
+        """A digest of the API key (which names the vault the plugin serves); never the key."""
+        key = self._settings.api_key
+        if key is None:
+            return None
+        return hashlib.sha256(key.get_secret_value().encode("utf-8")).hexdigest()[:32]
+
+    async def _raw_bytes(self, path: str) -> bytes | None:
+        """The file's bytes as they are on disk, None when there is no file. The plain GET
+        sends the file as read (`adapter.readBinary`, every version); the note JSON's
+        `content` is decoded text, in which bytes that are not UTF-8 are already U+FFFD."""
+        response = await self._send("GET", "/vault/" + encode_path(path), idempotent=True)
+        if response.status_code == 404:
+            return None
+        if _is_folder_listing(response):
+            raise IsAFolder(path)
+        return self._check(response, path).content
+
     async def read_exact(self, path: str) -> NoteData:
-        """The note as Obsidian decoded it."""
-        return await self.read_note(path)
+        """The note for an edit: its stat from the note JSON and its text from its bytes,
+        refused (NotUtf8) where an edit would lose bytes, as the folder refuses it."""
+        note = await self.read_note(path)
+        data = await self._raw_bytes(path)
+        if data is None:
+            raise NoteNotFound(path)
+        return replace(note, content=decode_exact(path, data))
 
     async def replace_if(self, path: str, expected: str | None, content: str) -> None:
         """Write the note only if it holds `expected` (None: only if it does not exist).
 
         The plugin has no conditional write: PUT ignores If-Match in every version (LRA
         #286), and 5.x's PATCH checks `ifMatch` before a read-modify-write that is no more
-        atomic (`vaultOperations.ts`, `patchFileSection`). So the check is a read right
-        before the PUT, and a write landing between the two is lost; with the vault folder
-        known, `Vault` edits on disk instead, where the swap is checked (`swap.py`)."""
+        atomic (`vaultOperations.ts`, `patchFileSection`). So the check is a read of the
+        bytes right before the PUT: this server's own processes hold the vault's lock
+        around both (`locking.py`), but a save in Obsidian landing between the two is lost;
+        with the vault folder known, `Vault` edits on disk instead (`swap.py`).
+
+        The text goes as bytes (`application/octet-stream`): the plugin writes a binary
+        body as it is (`adapter.writeBinary`), whereas a `text/*` body is decoded first
+        (express's text parser, iconv-lite), which drops a leading byte-order mark."""
         await self._expect(path, expected)
-        await self.write(path, content)
+        response = await self._send(
+            "PUT",
+            "/vault/" + encode_path(path),
+            idempotent=True,
+            headers={"Content-Type": "application/octet-stream"},
+            content=content.encode("utf-8"),
+        )
+        self._check(response, path)
 
     async def remove_if(self, path: str, expected: str) -> None:
         """Delete the note (5.x: to Obsidian's trash) only if it holds `expected`."""
@@ -459,13 +497,13 @@ class RestSource:
         await self.delete(path)
 
     async def _expect(self, path: str, expected: str | None) -> None:
-        """NoteChanged unless the note holds `expected` (None: unless it does not exist)."""
-        try:
-            current: str | None = (await self.read_note(path)).content
-        except NoteNotFound:
-            current = None
-        if current != expected:
-            raise NoteChanged(path, current)
+        """NoteChanged unless the note's bytes are `expected`'s (None: unless there is no
+        note)."""
+        data = await self._raw_bytes(path)
+        if data is None and expected is None:
+            return
+        if data is None or expected is None or data != expected.encode("utf-8"):
+            raise NoteChanged(path, None if data is None else decode_exact(path, data))
 
     async def active_note(self) -> str | None:
         """The vault path of the note open in Obsidian, None when none is (404, 3.4.3+).

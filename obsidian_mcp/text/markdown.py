@@ -2,22 +2,26 @@
 """What an agent needs to know about one Obsidian note, read from its markdown.
 
 All offsets are character offsets into the note content as given (CRLF files included).
-Code (fenced and indented blocks, inline code spans) never yields links, tags or block
-ids. Headings are markdown-it's top-level ATX and setext headings; a ``#`` line inside a
-code block, quote or list is not a section boundary.
+Code (fenced and indented blocks, inline code spans) and ``$$`` math never yield links,
+tags or block ids. Headings are markdown-it's top-level ATX and setext headings; a ``#``
+line inside a code block, quote, list, ``%%`` comment or ``$$`` math is not a section
+boundary. A byte order mark at the start is not part of the text: the frontmatter and the
+first heading are read after it (offsets still count it).
 """
 
 import posixpath
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.token import Token
 
 from obsidian_mcp.text.snippets import sentence_spans, truncate_at_word
 
@@ -81,8 +85,79 @@ class ParsedNote:
     block_ids: dict[str, int]
 
 
-# Only the block structure is needed, so the inline pass (the slow half) is skipped.
-_MARKDOWN = MarkdownIt("commonmark").enable("table").disable("inline")
+BYTE_ORDER_MARK = "\ufeff"
+_COMMENT = "%%"
+_MATH = "$$"
+
+
+def _obsidian_block(delimiter: str, token_type: str) -> Callable[..., bool]:
+    """A markdown-it block rule for Obsidian's own blocks, whose lines are not markdown: a
+    line starting with `delimiter` opens one, the next line holding it closes it (or the
+    same line, with nothing after). `%%` comments ignore indentation and, never closed,
+    hide the rest of the note (as in Obsidian); `$$` math closes on a line ending with
+    `$$`, ends with its list item as a fence does, and is not math unless closed (so a
+    line such as "$$$ pricey" stays text)."""
+    is_comment = delimiter == _COMMENT
+
+    def closes(text: str) -> bool:
+        return delimiter in text if is_comment else text.rstrip().endswith(delimiter)
+
+    def rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+        if state.is_code_block(start_line):
+            return False
+        start = state.bMarks[start_line] + state.tShift[start_line]
+        line_end = state.eMarks[start_line]
+        if not state.src.startswith(delimiter, start, line_end):
+            return False
+        rest = state.src[start + len(delimiter) : line_end]
+        closed = True
+        if delimiter in rest:
+            # Closed on its own line: a block only with nothing after (else inline, in text).
+            if rest[rest.index(delimiter) + len(delimiter) :].strip():
+                return False
+            last = start_line
+        else:
+            last = start_line + 1
+            while last < end_line:
+                text = state.src[state.bMarks[last] : state.eMarks[last]]
+                indented_out = (
+                    state.bMarks[last] + state.tShift[last] < state.eMarks[last]
+                    and state.sCount[last] < state.blkIndent
+                )
+                if indented_out and not is_comment:
+                    break
+                if closes(text):
+                    break
+                last += 1
+            if last >= end_line or not closes(state.src[state.bMarks[last] : state.eMarks[last]]):
+                if not is_comment:
+                    return False
+                closed, last = False, last - 1
+        if silent:
+            return True
+        state.line = last + 1
+        token = state.push(token_type, "", 0)
+        token.markup = delimiter
+        token.map = [start_line, state.line]
+        token.meta = {"closed": closed}
+        return True
+
+    return rule
+
+
+def _markdown_parser() -> MarkdownIt:
+    # Only the block structure is needed, so the inline pass (the slow half) is skipped.
+    # Obsidian's blocks start where a block can start: a "%%" or "$$" line right below a
+    # paragraph line carries the paragraph on, as CommonMark reads any such line (a
+    # comment opened there is still hidden: `_BlockReader.hide_comment_runs`).
+    parser = MarkdownIt("commonmark").enable("table").disable("inline")
+    for delimiter, token_type in ((_COMMENT, "comment"), (_MATH, "math")):
+        rule = _obsidian_block(delimiter, token_type)
+        parser.block.ruler.before("fence", f"obsidian_{token_type}", rule)
+    return parser
+
+
+_MARKDOWN = _markdown_parser()
 
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph",
@@ -93,8 +168,12 @@ _BLOCK_KINDS = {
     "fence": "code",
     "code_block": "code",
     "html_block": "other",
+    "hr": "rule",
+    "comment": "comment",
+    "math": "math",
 }
-_CODE_BLOCKS = frozenset({"fence", "code_block"})
+# Blocks whose lines are not markdown: never scanned for links, tags or block ids.
+_CODE_BLOCKS = frozenset({"fence", "code_block", "math"})
 
 # markdown-it counts "\r\n", a lone "\r" and "\n" as one line break each.
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
@@ -141,9 +220,17 @@ _DECORATION_RE = re.compile(
 # A paragraph with links or tags must have this many words of its own to be prose, so
 # "Related: [[A]], [[B]]", "Prev: [[A]] · Next: [[B]]" or "see #x #y" is not a gist.
 _MIN_WORDS_BESIDE_LINKS = 3
-# "#" separates only when glued to a name ("A#B", as in links), so "Plans #draft" keeps
-# its tag.
-_PATH_SEPARATOR_RE = re.compile(r"\s*(?:>|::)\s*|(?<=\S)#")
+# Heading paths (split_heading_reference): " > " separates; a heading in double quotes is
+# taken whole, with \" and \\ escaped inside.
+_PATH_SEPARATOR_RE = re.compile(r"\s+>\s+")
+_QUOTED_HEADING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(?=\s+>\s|\s*$)', re.DOTALL)
+_QUOTE_ESCAPE_RE = re.compile(r'\\(["\\])')
+# What a heading's text needs quotes for: a leading '"' or '#', a '>' standing alone.
+_NEEDS_QUOTES_RE = re.compile(r'^[\s"#]|\s$|(?:^|\s)>(?:\s|$)')
+# The separators references used before quoting, still read by find_section when nothing
+# else matches: "A::B", "A>B", and "#" glued to a name ("A#B", as in links; "Plans #draft"
+# keeps its tag).
+_LOOSE_SEPARATOR_RE = re.compile(r"\s*(?:>|::)\s*|(?<=\S)#")
 
 
 # libyaml's parser when PyYAML was built with it (the wheels are): reading the frontmatter
@@ -186,16 +273,18 @@ def _load_frontmatter(block: str) -> tuple[dict[str, object], str | None]:
 
 
 def split_frontmatter(content: str) -> tuple[str | None, int]:
-    """The YAML text of the frontmatter block (None without one) and where the body starts."""
-    if content.startswith("---\n"):
-        yaml_start = 4
-    elif content.startswith("---\r\n"):
-        yaml_start = 5
+    """The YAML text of the frontmatter block (None without one) and where the body starts
+    (after a byte order mark, which Obsidian does not show either)."""
+    text_start = 1 if content.startswith(BYTE_ORDER_MARK) else 0
+    if content.startswith("---\n", text_start):
+        yaml_start = text_start + 4
+    elif content.startswith("---\r\n", text_start):
+        yaml_start = text_start + 5
     else:
-        return None, 0
+        return None, text_start
     closing = _FRONTMATTER_CLOSE_RE.search(content, yaml_start)
     if closing is None:
-        return None, 0
+        return None, text_start
     return content[yaml_start : closing.start()], closing.end()
 
 
@@ -350,6 +439,182 @@ def _sections(content: str, body_start: int, headings: Sequence[_Heading]) -> li
     return sections
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A markdown block as whole lines of the note: `first_line` up to `end_line`
+    (exclusive; blank lines after a block are not its own), and the blocks inside it: a
+    list's items, an item's or a quote's blocks, a table's rows.
+
+    kind: "paragraph", "heading", "code" (fenced or indented), "math", "comment" (``%%``,
+    also a comment opened inside a block and closed blocks later), "html", "rule",
+    "table", "row", "list", "item" or "quote" (callouts too). `markup`: a list's marker
+    ("-", "*", "+", "." or ")"), a heading's "#", "=" or "-". `closed`: False for a
+    fence, ``$$`` or ``%%`` block that is never closed and so runs to the end of what holds
+    it."""
+
+    kind: str
+    first_line: int
+    end_line: int
+    children: tuple["Block", ...] = ()
+    markup: str = ""
+    closed: bool = True
+
+
+_CONTAINER_KINDS = {
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "list_item_open": "item",
+    "blockquote_open": "quote",
+    "table_open": "table",
+}
+# Opened and closed like containers, read as one block: their inner tokens are inline.
+_LEAF_OPENERS = {"paragraph_open": "paragraph", "heading_open": "heading", "tr_open": "row"}
+_LEAF_TOKENS = {
+    "fence": "code",
+    "code_block": "code",
+    "math": "math",
+    "comment": "comment",
+    "html_block": "html",
+    "hr": "rule",
+}
+# Blocks whose lines are not markdown.
+_OPAQUE_KINDS = frozenset({"code", "math", "comment", "html"})
+# Top-level blocks a note's text is cut into for passages and gists (a rule holds no text).
+_PARAGRAPH_KINDS = {
+    "paragraph": "paragraph",
+    "list": "list",
+    "quote": "quote",
+    "table": "table",
+    "code": "code",
+    "html": "other",
+    "comment": "comment",
+    "math": "math",
+}
+
+
+@dataclass(slots=True)
+class _OpenBlock:
+    kind: str
+    first_line: int
+    end_line: int
+    markup: str
+    children: list[Block] = field(default_factory=list[Block])
+
+
+class _BlockReader:
+    """markdown-it's tokens as a tree of Blocks with the note's own line numbers."""
+
+    def __init__(self, content: str, line_offsets: list[int], first_line: int) -> None:
+        self._content = content
+        self._offsets = line_offsets
+        self._first_line = first_line
+
+    def line_text(self, line: int) -> str:
+        index = line - self._first_line
+        end = self._offsets[index + 1] if index + 1 < len(self._offsets) else len(self._content)
+        return self._content[self._offsets[index] : end].rstrip("\r\n")
+
+    def _content_end(self, first: int, end: int) -> int:
+        """`end` with the block's trailing blank lines left out."""
+        while end - 1 > first and not self.line_text(end - 1).strip(" \t"):
+            end -= 1
+        return end
+
+    def _fence_closed(self, token: Token, first: int, end: int) -> bool:
+        closing = self.line_text(end - 1).lstrip(" \t>").rstrip()
+        marker = token.markup[:1]
+        return (
+            end - first >= 2
+            and len(closing) >= len(token.markup)
+            and closing == marker * len(closing)
+        )
+
+    def offset_of(self, line: int) -> int:
+        index = line - self._first_line
+        return self._offsets[index] if index < len(self._offsets) else len(self._content)
+
+    def hide_comment_runs(self, blocks: list[Block], masked: str) -> list[Block]:
+        """A `%%` opened inside a block and closed blocks later (past a blank line) hides
+        everything between, as Obsidian reads it: those blocks become one comment block
+        (never closed: to the end of the note)."""
+        merged: list[Block] = []
+        index = 0
+        while index < len(blocks):
+            block = blocks[index]
+            index += 1
+            if block.kind in _OPAQUE_KINDS or not self._count_comment_marks(block, masked) % 2:
+                merged.append(block)
+                continue
+            last, closed = blocks[-1], False
+            while index < len(blocks):
+                last = blocks[index]
+                index += 1
+                if self._count_comment_marks(last, masked):
+                    closed = True
+                    break
+            merged.append(Block("comment", block.first_line, last.end_line, closed=closed))
+        return merged
+
+    def _count_comment_marks(self, block: Block, masked: str) -> int:
+        return masked.count(
+            _COMMENT, self.offset_of(block.first_line), self.offset_of(block.end_line)
+        )
+
+    def read(self, tokens: Sequence[Token]) -> tuple[list[Block], dict[int, tuple[int, str]]]:
+        """The top-level blocks, and each top-level heading's level and text by its first
+        line."""
+        root = _OpenBlock("root", 0, 0, "")
+        stack = [root]
+        heading_texts: dict[int, tuple[int, str]] = {}
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            index += 1
+            if token.nesting == -1:
+                if token.type in ("thead_close", "tbody_close"):
+                    continue
+                done = stack.pop()
+                stack[-1].children.append(
+                    Block(
+                        done.kind,
+                        done.first_line,
+                        done.end_line,
+                        tuple(done.children),
+                        done.markup,
+                    )
+                )
+                continue
+            if token.map is None:
+                continue
+            first = token.map[0] + self._first_line
+            end = self._content_end(first, token.map[1] + self._first_line)
+            if token.type in _CONTAINER_KINDS:
+                markup = token.markup if token.type == "bullet_list_open" else ""
+                if token.type == "ordered_list_open":
+                    markup = tokens[index].markup[-1:]  # the first item's "." or ")"
+                stack.append(_OpenBlock(_CONTAINER_KINDS[token.type], first, end, markup))
+            elif token.type in _LEAF_OPENERS:
+                kind = _LEAF_OPENERS[token.type]
+                if kind == "heading" and token.level == 0:
+                    text = " ".join(tokens[index].content.split())
+                    heading_texts[first] = (int(token.tag[1]), text)
+                stack[-1].children.append(Block(kind, first, end, markup=token.markup[:1]))
+                depth = 1
+                while depth:  # past the inline tokens to the matching close
+                    depth += tokens[index].nesting
+                    index += 1
+            elif token.type in _LEAF_TOKENS:
+                closed = (
+                    self._fence_closed(token, first, end)
+                    if token.type == "fence"
+                    else bool(token.meta.get("closed", True))
+                )
+                stack[-1].children.append(
+                    Block(_LEAF_TOKENS[token.type], first, end, closed=closed, markup=token.markup)
+                )
+        return root.children, heading_texts
+
+
 def parse_note(path: str, content: str) -> ParsedNote:
     """Parse a note once into everything the tools ask about. Never raises on bad input.
 
@@ -364,54 +629,57 @@ def parse_note(path: str, content: str) -> ParsedNote:
     * `block_ids`: ``^id`` at a block's line end -> that block's start offset; a ``^id``
       alone after a block (how tables and quotes get ids) names that block.
     """
+    return parse_structure(path, content)[0]
+
+
+def parse_structure(path: str, content: str) -> tuple[ParsedNote, tuple[Block, ...]]:
+    """`parse_note`, and the note's top-level blocks (with the blocks inside them) from
+    the same parse, by line number (`\r\n`, `\r` and `\n` each end a line)."""
     yaml_text, body_start = split_frontmatter(content)
     frontmatter, frontmatter_error = (
         _load_frontmatter(yaml_text) if yaml_text is not None else ({}, None)
     )
-    line_offsets = _line_offsets(content, body_start)
-
-    def offset_of(line: int) -> int:
-        return line_offsets[line] if line < len(line_offsets) else len(content)
-
+    body_line = len(_LINE_BREAK_RE.findall(content, 0, body_start))
+    reader = _BlockReader(content, _line_offsets(content, body_start), body_line)
     tokens = _MARKDOWN.parse(content[body_start:])
-    headings: list[_Heading] = []
-    blocks: list[tuple[int, int, str]] = []
-    # Frontmatter and code blocks: never scanned for links, tags or block ids.
+    # Frontmatter, code and math: never scanned for links, tags or block ids.
     hidden_spans: list[tuple[int, int]] = [(0, body_start)]
-    for index, token in enumerate(tokens):
-        if token.map is None:
-            continue
-        start, after = offset_of(token.map[0]), offset_of(token.map[1])
-        if token.type in _CODE_BLOCKS:
-            hidden_spans.append((start, after))
-        if token.level != 0:
-            continue
-        if token.type == "heading_open":
-            # markdown-it always follows heading_open with the heading's inline token.
-            text = " ".join(tokens[index + 1].content.split())
-            headings.append(_Heading(int(token.tag[1]), text, start, after))
-        elif token.type in _BLOCK_KINDS:
-            end = _rstrip_end(content, start, after)
-            # Unicode spaces (U+00A0...) make a paragraph for markdown-it but hold no text.
-            if end > start:
-                blocks.append((start, end, _BLOCK_KINDS[token.type]))
-
+    hidden_spans.extend(
+        (reader.offset_of(token.map[0] + body_line), reader.offset_of(token.map[1] + body_line))
+        for token in tokens
+        if token.map is not None and token.type in _CODE_BLOCKS
+    )
     without_blocks = _blank_out(content, hidden_spans)
     inline_code = (match.span() for match in _INLINE_CODE_RE.finditer(without_blocks, body_start))
     masked = _blank_out(without_blocks, inline_code)
+
+    top_level, heading_texts = reader.read(tokens)
+    blocks = reader.hide_comment_runs(top_level, masked)
+    headings: list[_Heading] = []
+    kept: list[tuple[int, int, str]] = []
+    for block in blocks:
+        start = reader.offset_of(block.first_line)
+        if block.kind == "heading":
+            level, text = heading_texts[block.first_line]
+            headings.append(_Heading(level, text, start, reader.offset_of(block.end_line)))
+        elif block.kind in _PARAGRAPH_KINDS:
+            end = _rstrip_end(content, start, reader.offset_of(block.end_line))
+            # Unicode spaces (U+00A0...) make a paragraph for markdown-it but hold no text.
+            if end > start:
+                kept.append((start, end, _PARAGRAPH_KINDS[block.kind]))
 
     sections = _sections(content, body_start, headings)
     section_starts = [section.start for section in sections]
     paragraphs: list[Paragraph] = []
     block_ids: dict[str, int] = {}
-    for start, end, kind in blocks:
+    for start, end, kind in kept:
         standalone_id = _STANDALONE_BLOCK_ID_RE.fullmatch(masked, start, end)
         if standalone_id and paragraphs:
             # "^id" on its own line names the block before it (how tables get ids).
             block_ids.setdefault(standalone_id.group(1), paragraphs[-1].start)
             continue
         paragraphs.append(Paragraph(start, end, bisect_right(section_starts, start) - 1, kind))
-        if kind != "code":
+        if kind not in ("code", "math", "comment"):
             for block_id in _BLOCK_ID_RE.finditer(masked, start, end):
                 block_ids.setdefault(block_id.group(1), start)
 
@@ -422,7 +690,7 @@ def parse_note(path: str, content: str) -> ParsedNote:
     inline_tags = (
         match.group(1) for match in _TAG_RE.finditer(masked, body_start) if _is_tag(match.group(1))
     )
-    return ParsedNote(
+    note = ParsedNote(
         path=path,
         content=content,
         frontmatter=frontmatter,
@@ -436,6 +704,7 @@ def parse_note(path: str, content: str) -> ParsedNote:
         links=tuple(links),
         block_ids=block_ids,
     )
+    return note, tuple(blocks)
 
 
 def _title(path: str, frontmatter: dict[str, object], sections: Sequence[Section]) -> str:
@@ -455,17 +724,48 @@ def normalise_heading(text: str) -> str:
 
 
 def split_heading_reference(reference: str) -> list[str]:
-    """A heading reference split into its headings as written: ``"Sessions > Session 12"``,
-    ``"Sessions::Session 12"`` and ``"Sessions#Session 12"`` (as in links) alike."""
-    parts = _PATH_SEPARATOR_RE.split(reference.strip().lstrip("#"))
-    return [part.strip() for part in parts if part.strip()]
+    """A heading path split into its headings, outermost first: ``Sessions > Session 12``.
+    Only ``>`` with space on both sides separates, and a heading in double quotes is taken
+    whole (``"A > B"``, with ``\\"`` and ``\\\\`` inside), so every heading can be named
+    (`heading_reference` writes a path in this form). Leading ``#`` (``## Bob``, ``#Bob`` as
+    in a link) are not part of the name."""
+    text = reference.strip()
+    if not text.startswith('"'):
+        text = text.lstrip("#").lstrip()
+    parts: list[str] = []
+    position = 0
+    while position < len(text):
+        quoted = _QUOTED_HEADING_RE.match(text, position)
+        if quoted:
+            parts.append(_QUOTE_ESCAPE_RE.sub(r"\1", quoted.group(1)))
+            after = quoted.end()
+        else:
+            separator = _PATH_SEPARATOR_RE.search(text, position)
+            after = separator.start() if separator else len(text)
+            parts.append(text[position:after].strip())
+        separator = _PATH_SEPARATOR_RE.match(text, after)
+        position = separator.end() if separator else len(text)
+    return [part for part in parts if part]
+
+
+def heading_reference(path: Sequence[str]) -> str:
+    """A heading path as `split_heading_reference` reads it back: the headings joined by
+    " > ", each in double quotes where its text would otherwise be misread."""
+    return " > ".join(
+        '"' + heading.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if _NEEDS_QUOTES_RE.search(heading)
+        else heading
+        for heading in path
+    )
 
 
 def heading_reference_parts(reference: str) -> tuple[str, ...]:
     """The headings of a reference, normalised for comparing."""
-    return tuple(
-        part for part in map(normalise_heading, split_heading_reference(reference)) if part
-    )
+    return _normalised_parts(split_heading_reference(reference))
+
+
+def _normalised_parts(parts: Iterable[str]) -> tuple[str, ...]:
+    return tuple(part for part in map(normalise_heading, parts) if part)
 
 
 def _is_subsequence(wanted: Sequence[str], within: Sequence[str]) -> bool:
@@ -476,29 +776,39 @@ def _is_subsequence(wanted: Sequence[str], within: Sequence[str]) -> bool:
 def find_section(note: ParsedNote, heading: str) -> Section | None:
     """The section a heading reference names, or None.
 
-    `heading` is a heading name or a path of them joined by ``>``, ``::`` or ``#``
-    (``"Backstory > Childhood"``), compared case-insensitively with markdown and extra
-    whitespace ignored. In order of preference: a section whose full path is exactly
-    that; one whose own heading is the last part and whose ancestors include the other
-    parts in order (``"Alice > Childhood"`` finds ``Characters > Alice > Childhood``); one
-    whose heading is the whole reference taken literally (headings containing ``>``).
-    Within a tier the first in document order wins.
+    `heading` is a heading path as `split_heading_reference` reads it (``"Backstory >
+    Childhood"``), compared case-insensitively with markdown and extra whitespace ignored.
+    In order of preference: a section whose full path is exactly that; one whose own
+    heading is the last part and whose ancestors include the other parts in order
+    (``"Alice > Childhood"`` finds ``Characters > Alice > Childhood``); one whose heading
+    is the whole reference taken literally (an unquoted ``Q&A > Misc``); then the same two
+    with the looser separators older references used (``A::B``, ``A#B`` as in links,
+    ``A>B``). Within a tier the first in document order wins.
     """
-    parts = heading_reference_parts(heading)  # "#Childhood", as written in a link, too
     literal = normalise_heading(heading.strip().lstrip("#"))
     if not literal:
         return None
+    loose = _normalised_parts(_LOOSE_SEPARATOR_RE.split(heading.strip().lstrip("#")))
     headed = [section for section in note.sections if section.heading is not None]
     ranked = [
         (tier, index)
         for index, section in enumerate(headed)
-        if (tier := _match_tier(tuple(map(normalise_heading, section.path)), parts, literal))
+        if (
+            tier := _match_tier(
+                tuple(map(normalise_heading, section.path)),
+                heading_reference_parts(heading),
+                literal,
+                loose,
+            )
+        )
         is not None
     ]
     return headed[min(ranked)[1]] if ranked else None
 
 
-def _match_tier(path: tuple[str, ...], parts: tuple[str, ...], literal: str) -> int | None:
+def _match_tier(
+    path: tuple[str, ...], parts: tuple[str, ...], literal: str, loose: tuple[str, ...]
+) -> int | None:
     """How well a normalised heading path matches a reference; lower is better."""
     if path == parts:
         return 0
@@ -506,6 +816,10 @@ def _match_tier(path: tuple[str, ...], parts: tuple[str, ...], literal: str) -> 
         return 1
     if path[-1] == literal:
         return 2
+    if path == loose:
+        return 3
+    if loose and path[-1] == loose[-1] and _is_subsequence(loose[:-1], path[:-1]):
+        return 4
     return None
 
 

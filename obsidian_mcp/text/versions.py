@@ -6,6 +6,7 @@ written are kept for a while, so a refused edit can say what changed in its sect
 """
 
 import hashlib
+import re
 from collections import OrderedDict
 
 # 48 bits: two different texts of one note share a token about once in 10^14 pairs; the
@@ -18,6 +19,11 @@ _RECENT_CHARS = 4_000_000
 
 def version_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_TOKEN_HEX]
+
+
+def is_version_token(value: str) -> bool:
+    """Whether `value` has the form `version_of` gives (not whether any text has it)."""
+    return re.fullmatch(rf"[0-9a-f]{{{_TOKEN_HEX}}}", value) is not None
 
 
 class RecentTexts:

@@ -941,7 +941,12 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError:
                 return Body("invalid", None)
         if media.startswith("text/"):
-            return Body("text", raw.decode("utf-8", errors="replace"))
+            # express.text() (LRA `setupRouter`, `express.text({type: "text/*"})`) decodes
+            # with body-parser's read.js, `iconv.decode(body, encoding)`; iconv-lite's utf8
+            # codec is `bomAware`, so a leading byte-order mark is stripped, and bytes that
+            # are not UTF-8 become U+FFFD.
+            text = raw.decode("utf-8", errors="replace")
+            return Body("text", text.removeprefix("\ufeff"))
         return Body("raw", raw)
 
     def _dispatch(self) -> None:
