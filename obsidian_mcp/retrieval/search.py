@@ -92,6 +92,46 @@ def file_context(record: NoteRecord, *, with_gist: bool = True, replaced: str = 
     )
 
 
+def packed_result(
+    frame: SearchResult,
+    hits: Sequence[PassageHit],
+    contexts: dict[str, FileContext],
+    matches: dict[str, int] | None = None,
+) -> SearchResult:
+    """The best of `hits` (best first) that fit `frame`'s limit and budget, grouped by note
+    under `frame`'s first line and totals; a hit whose note has no context is left out."""
+    candidates = [hit for hit in hits if hit.path in contexts]
+    budget = frame.max_tokens
+
+    def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
+        groups = group_by_file(chosen, contexts, matches)
+        return replace(
+            frame,
+            groups=tuple(groups),
+            total_passages=max(frame.total_passages, len(chosen)),
+            total_files=max(frame.total_files, len(groups)),
+            over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
+        )
+
+    # The first line and footer are paid for first, at their longest (three passages
+    # named as left out), so the passages get what remains.
+    spent = frame_tokens(build(candidates[:1], candidates))
+    packing = pack(
+        candidates,
+        limit=frame.limit,
+        budget=max(budget - spent, 0),
+        passage_cost=passage_cost,
+        group_cost=lambda path: group_cost(contexts[path]),
+    )
+    chosen = list(packing.chosen)
+    result = build(chosen, packing.over_budget)
+    while chosen and estimate_tokens(format_search(result)) > budget:
+        # Estimates of the frame can be off by a few tokens; the budget is a promise.
+        chosen.pop()
+        result = build(chosen, packing.over_budget)
+    return result
+
+
 # A first question's wait for the meaning index is said in the answer when it was this
 # long: the agent should know why its first call was slow.
 _WAIT_WORTH_SAYING_SECONDS = 1.0
@@ -364,41 +404,24 @@ class Retriever:
                     with_gist=include_context,
                     replaced=self.currency.label(self.corpus, record),
                 )
-        candidates = [hit for hit in hits if hit.path in contexts]
-
-        def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
-            groups = group_by_file(chosen, contexts, matches)
-            return SearchResult(
+        return packed_result(
+            SearchResult(
                 tool=tool,
                 query=query,
                 folder=scope,
                 source=source,
                 source_note=note,
-                groups=tuple(groups),
+                groups=(),
                 limit=limit,
                 max_tokens=budget,
-                total_passages=max(total_passages, len(chosen)),
-                total_files=max(total_files, len(groups)),
-                over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
-            )
-
-        # The first line and footer are paid for first, at their longest (three passages
-        # named as left out), so the passages get what remains.
-        frame = frame_tokens(build(candidates[:1], candidates))
-        packing = pack(
-            candidates,
-            limit=limit,
-            budget=max(budget - frame, 0),
-            passage_cost=passage_cost,
-            group_cost=lambda path: group_cost(contexts[path]),
+                total_passages=total_passages,
+                total_files=total_files,
+                over_budget=(),
+            ),
+            hits,
+            contexts,
+            matches,
         )
-        chosen = list(packing.chosen)
-        result = build(chosen, packing.over_budget)
-        while chosen and estimate_tokens(format_search(result)) > budget:
-            # Estimates of the frame can be off by a few tokens; the budget is a promise.
-            chosen.pop()
-            result = build(chosen, packing.over_budget)
-        return result
 
     # -- exact search ----------------------------------------------------------------------
 
