@@ -26,6 +26,7 @@ from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.standin.certs import generate_certificate
 from tests.standin.process import StandinProcess
 from tests.test_cli import run_cli
+from tests.test_status import read_status
 
 pytestmark = pytest.mark.anyio
 
@@ -134,6 +135,11 @@ async def test_every_tool_takes_vault_described_once_with_the_names(client: Clie
     assert "lore (default), work" in instructions
     assert all("lore" not in json.dumps(tool.input_schema) for tool in tools)  # said once
     assert (await measure_definitions(client)).tokens <= 2_600
+    status = await read_status(client)
+    assert status["default_vault"] == "lore"
+    vaults = status["vaults"]
+    assert isinstance(vaults, dict) and set(vaults) == {"lore", "work"}
+    assert "127.0.0.2" in vaults["work"]["live_source"]
 
 
 async def test_one_vault_lists_no_vault_and_refuses_it(two_vaults: TwoVaults) -> None:
@@ -317,14 +323,18 @@ async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> Non
 
 async def _work_answer(two_vaults: TwoVaults, **work: object) -> tuple[str, bool, int]:
     """What a call on work answers with this [vaults.work] table, and how many requests
-    reached the stand-in meanwhile."""
+    reached the stand-in meanwhile. The other vault answers whatever work does, and a
+    search over every vault answers from it, saying when work could not be searched."""
     two_vaults.write_config(**work)
     before = two_vaults.standin.stats()["total"]
     settings = two_vaults.settings(retry_budget=3.0)
     async with Client(build_server(settings)) as client:
         result = await client.call_tool("vault_read_note", {"path": "work:Home.md"})
         lore = await client.call_tool("vault_read_note", {"path": "Home.md"})
-        assert not lore.is_error, _text(lore)  # the other vault is unaffected
+        assert not lore.is_error, _text(lore)
+        search = await call(client, "vault_smart_search", query="Vellmouth", limit=1)
+    assert "## lore:" in search
+    assert ("(not searched: In vault work: " in search) == bool(result.is_error)
     reached = two_vaults.standin.stats()["total"] - before
     return _text(result), bool(result.is_error), reached
 

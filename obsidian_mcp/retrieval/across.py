@@ -68,7 +68,8 @@ async def answer_relevance(
     relevance: dict[str, float] = {}
     query_vector: Matrix | None = None
     for name, retriever, hits in answers:
-        vectors = await retriever.passage_vectors()
+        # The query just run brought the vectors up to date: no second look at the index.
+        vectors = retriever.candidates.vectors or await retriever.passage_vectors()
         if vectors is None or retriever.embedder is None:
             return None
         hashes = [
