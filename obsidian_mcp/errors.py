@@ -35,6 +35,7 @@ class NoteNotFound(VaultError):
 
 class IsAFolder(VaultError):
     def __init__(self, path: str) -> None:
+        self.path = path
         super().__init__(
             f"{_path(path)} is a folder, not a note. Call vault_tree(folder={_path(path)}) to "
             "list it, "

@@ -241,6 +241,8 @@ async def test_the_same_path_is_two_notes(client: Client, two_vaults: TwoVaults)
     # A note only the other vault has: the default vault says where it is.
     missing = await refused(client, "vault_read_note", path=WORK_NOTE)
     assert f"Closest existing paths: work:{WORK_NOTE}." in missing
+    folder = await refused(client, "vault_read_note", path="work:Decisions")
+    assert "Call vault_tree(folder='work:Decisions')" in folder
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from obsidian_mcp.errors import FileSystemFailure, InvalidArgument, NoteNotFound, VaultError
+from obsidian_mcp.errors import (
+    FileSystemFailure,
+    InvalidArgument,
+    IsAFolder,
+    NoteNotFound,
+    VaultError,
+)
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.qualified import qualified, qualify, split_qualified
@@ -110,6 +116,8 @@ def _in_vault(call: VaultCall, exc: VaultError) -> VaultError:
         return NoteNotFound(
             call.shown_path(exc.path), [call.shown_path(p) for p in exc.suggestions]
         )
+    if isinstance(exc, IsAFolder):
+        return IsAFolder(call.shown_path(exc.path))
     return VaultError(f"In vault {call.name}: {exc}")
 
 
