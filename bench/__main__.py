@@ -152,7 +152,12 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -
     questions = pick_questions(plan)
     print(f"context economy: {len(questions)} questions", flush=True)
     found = await economy.economy(
-        questions, work / "economy", peer, cache / "peer-stderr.log", embeddings=plan.embeddings
+        questions,
+        work / "economy",
+        peer,
+        cache / "peer-stderr.log",
+        embeddings=plan.embeddings,
+        keep_usage_log=cache,
     )
     print("edit economy: a handover section update, ours and the peer", flush=True)
     edits = await edit_economy.edit_economy(work / "edit-economy", peer, cache / "peer-stderr.log")

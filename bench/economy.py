@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import retrieval_bench
+from bench import retrieval_bench, usage_check
 from bench.definitions import Definitions, measure_definitions, server_definitions
 from bench.harness import (
     QUERY_VECTORS,
@@ -107,15 +107,18 @@ STRATEGIES = (
 
 @dataclass
 class Recorder(Session):
-    """A session that keeps every call it makes."""
+    """A session that keeps every call it makes: `log` per question, `history` all along
+    (what the usage log must agree with)."""
 
     log: list[tuple[str, dict[str, Any], CallResult]] = field(default_factory=list)
+    history: list[tuple[str, dict[str, Any], CallResult]] = field(default_factory=list)
 
     async def call(
         self, tool: str, arguments: dict[str, Any], *, progress: bool = False
     ) -> CallResult:
         result = await super().call(tool, arguments, progress=progress)
         self.log.append((tool, arguments, result))
+        self.history.append((tool, arguments, result))
         return result
 
     def take(self) -> list[CallResult]:
@@ -295,14 +298,17 @@ async def _ours_on_standin(
     questions: Sequence[Question],
     picker: KeywordPicker,
     embeddings: bool,
+    recorders: list[Recorder],
 ) -> tuple[dict[str, list[Trace]], dict[str, list[Outcome]], Definitions]:
     traces: dict[str, list[Trace]] = {}
     outcomes: dict[str, list[Outcome]] = {}
     env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
+    env |= usage_check.usage_env(config_dir / "usage-cache")
     build_indexes([env])
     async with stdio_session(env) as session:
         definitions = await measure_definitions(session.client)
         recorder = Recorder(session.client)
+        recorders.append(recorder)
         keyword_questions = [q for q in questions if q.category == KEYWORD_CATEGORY]
         plan: list[tuple[str, Step, Sequence[Question]]] = [
             ("semantic", semantic_step(recorder), questions),
@@ -324,22 +330,27 @@ async def economy(
     peer_log: Path,
     *,
     embeddings: bool = True,
+    keep_usage_log: Path | None = None,
 ) -> dict[str, Any]:
     """Run every strategy; return the traces, their summaries, the Retrieval issue's
     quality report and a sample question's raw answers from the peer and from us.
-    `embeddings=False`: without the local model (no index to build; the quick run)."""
+    `embeddings=False`: without the local model (no index to build; the quick run).
+    Our server logs its calls (`OBSIDIAN_USAGE_LOG=on`), and `obsidian-mcp stats` must
+    agree with what the run counted (`usage_check`); the log is copied into
+    `keep_usage_log/usage`."""
     with_env = copy_vault(work / "with-env" / "vault", vectors=True)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False)
     picker = KeywordPicker(with_env)
     config_dir = work / "config"
+    ours: list[Recorder] = []
     started = time.perf_counter()
     async with StandinProcess(
         with_env, plugin_version="5.1.0", smart="upstream", query_vectors=QUERY_VECTORS
     ) as standin:
-        traces, outcomes, ours = await _ours_on_standin(
-            standin, config_dir, questions, picker, embeddings
+        traces, outcomes, our_definitions = await _ours_on_standin(
+            standin, config_dir, questions, picker, embeddings, ours
         )
-        definitions: dict[str, Definitions] = {"semantic": ours}
+        definitions: dict[str, Definitions] = {"semantic": our_definitions}
         if peer is not None:
             async with peer_session(peer, standin, peer_log) as session:
                 definitions["peer"] = await measure_definitions(session.client)
@@ -354,11 +365,19 @@ async def economy(
     if "semantic" in traces:
         envs = retrieval_bench.folder_strategies(with_env, without_env, config_dir, embeddings)
         for name, env in envs.items():
+            env |= usage_check.usage_env(config_dir / "usage-cache")
             async with stdio_session(env) as session:
                 recorder = Recorder(session.client)
+                ours.append(recorder)
                 traces[name], outcomes[name] = await run_traced(
                     name, recorder, semantic_step(recorder), questions
                 )
+    usage = usage_check.check(
+        [recorder.history for recorder in ours],
+        config_dir / "usage-cache",
+        our_definitions.tokens,
+        keep_usage_log,
+    )
     quality_md, quality = retrieval_bench.quality_report(outcomes, questions)
     groups = question_groups(questions)
     sample = questions[0]
@@ -387,6 +406,7 @@ async def economy(
             for name, found in definitions.items()
             if name in traces
         },
+        "usage_log": usage,
         "quality_markdown": quality_md,
         "quality": quality,
         "sample": {

@@ -942,8 +942,16 @@ def named_note(raw: Any) -> str | None:
 Snapshot = dict[str, bytes | None]  # relative path -> bytes; folders end with "/" -> None
 
 
+# SQLite's write-ahead log, shared-memory index and rollback journal beside a database (the
+# passage index, the memory cache): SQLite writes them on its own schedule, whatever a call
+# did (the index's background reading, a checkpoint on a slow machine); the databases
+# themselves are still checked.
+_SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
 class EditGuard:
-    """Every file under the run's folder, byte for byte, around each edit call."""
+    """Every file under the run's folder, byte for byte, around each edit call (SQLite's
+    own working files aside, `_SQLITE_SIDECARS`)."""
 
     def __init__(self, root: Path, vault: Path, journal: Path | None = None) -> None:
         """`root` holds everything checked (the vault, the canary, the config and cache
@@ -955,6 +963,8 @@ class EditGuard:
         found: Snapshot = {}
         for path in self.root.rglob("*"):
             if self.journal is not None and path.is_relative_to(self.journal):
+                continue
+            if path.name.endswith(_SQLITE_SIDECARS):
                 continue
             key = path.relative_to(self.root).as_posix()
             if path.is_symlink() or not path.is_dir():

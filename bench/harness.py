@@ -42,6 +42,7 @@ from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.location import index_path
+from obsidian_mcp.usage.stats import percentile  # one definition for bench and stats
 from tests.standin.process import StandinProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -147,17 +148,6 @@ def gold_found(response: str, gold: str) -> bool:
 
 def is_hit(response: str, golds: Iterable[str]) -> bool:
     return all(gold_found(response, gold) for gold in golds)
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Linear interpolation between closest ranks; NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def median(values: Sequence[float]) -> float:

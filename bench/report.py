@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import usage_check
 from bench.ablation import ablation_table
 from bench.definitions import (
     BEFORE,
@@ -514,6 +515,8 @@ def _economy_section(economy: dict[str, Any]) -> str:
     parts += ["", *_conversation_section(economy)]
     parts += ["", *_definitions_section(economy)]
     parts += ["", *_slices_section(economy)]
+    if "usage_log" in economy:
+        parts += ["", *usage_check.section(economy["usage_log"])]
     parts += [
         "",
         "### Retrieval issue figures (first response only)",

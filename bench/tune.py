@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from bench.harness import (
 from bench.vaults import VAULTS, DevVault
 from obsidian_mcp.config import Settings
 from obsidian_mcp.retrieval.render import format_search
+from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 
@@ -54,15 +56,18 @@ class Looked:
     response: str
 
 
-async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
+@asynccontextmanager
+async def built_retriever(
+    dev_vault: DevVault, work: Path, *, embeddings: bool = True
+) -> AsyncIterator[tuple[Retriever, dict[str, str]]]:
+    """The server's own retriever over a copy of the vault under `work` (kept between
+    runs), its index brought up to date; and the environment its settings came from."""
     where = work / dev_vault.name
     if not (where / "vault").exists():
         shutil.copytree(dev_vault.vault, where / "vault")
-    env = server_env(vault=where / "vault", config_dir=where / "config")
+    env = server_env(vault=where / "vault", config_dir=where / "config", embeddings=embeddings)
     with environment(env):
         settings = Settings()
-    questions = [q for q in load_questions(dev_vault.questions) if q.split == "dev"]
-    responses: list[str] = []
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
@@ -70,13 +75,20 @@ async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
         retriever = open_retriever(vault, settings, model_loader(settings))
         try:
             await retriever.build_index()
-            for question in questions:
-                result = await retriever.semantic_query(
-                    question.question, limit=LIMIT, folder=question.folder or ""
-                )
-                responses.append(format_search(result))
+            yield retriever, env
         finally:
             retriever.close()
+
+
+async def look(dev_vault: DevVault, work: Path) -> list[Looked]:
+    questions = [q for q in load_questions(dev_vault.questions) if q.split == "dev"]
+    responses: list[str] = []
+    async with built_retriever(dev_vault, work) as (retriever, env):
+        for question in questions:
+            result = await retriever.semantic_query(
+                question.question, limit=LIMIT, folder=question.folder or ""
+            )
+            responses.append(format_search(result))
     ceiling = await candidate_recall(env, questions)
     at = f"@{CEILING_DEPTH}"
     return [

@@ -1,5 +1,5 @@
 """Command line: serve (stdio or HTTP MCP), call one tool, index, memory, doctor, trust,
-model fetch.
+model fetch, stats.
 
 stdout is the MCP channel under `serve`, so everything else goes to stderr; `call`,
 `doctor` and `trust` print their answer on stdout for people and scripts.
@@ -8,10 +8,13 @@ stdout is the MCP channel under `serve`, so everything else goes to stderr; `cal
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 from mcp import Client
@@ -21,6 +24,7 @@ from pydantic import ValidationError
 from obsidian_mcp import __version__
 from obsidian_mcp.config import Settings, rest_url
 from obsidian_mcp.doctor import (
+    describe_index,
     download_certificate,
     presented_certificate_at,
     run_checks,
@@ -34,13 +38,19 @@ from obsidian_mcp.http_transport import (
     is_loopback,
     serve_http,
 )
+from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
-from obsidian_mcp.memory.model import encode
+from obsidian_mcp.memory.model import Tombstone, encode
 from obsidian_mcp.memory.render import format_memory
+from obsidian_mcp.memory.store import UnknownMemoryId
+from obsidian_mcp.memory.timespec import parse_moment
 from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.sources.tls import fingerprint, store_pin
+from obsidian_mcp.usage.log import LogFiles
+from obsidian_mcp.usage.report import html_report, terminal_report
+from obsidian_mcp.usage.stats import read_log, usage_stats
 from obsidian_mcp.validation import describe_invalid_arguments
 from obsidian_mcp.vault_set import NamedVault, VaultConfigError, VaultSet, configured_vaults
 
@@ -76,14 +86,34 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, VaultSet | None, str 
         return settings, None, str(exc)
 
 
-def _tool_arguments(pairs: Sequence[str]) -> dict[str, object]:
-    arguments: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
+def _argument_pairs(pairs: Sequence[str]) -> list[tuple[str, str]]:
+    split = [pair.partition("=") for pair in pairs]
+    for pair, (key, sep, _) in zip(pairs, split, strict=True):
         if not sep or not key:
             raise SystemExit(f"obsidian-mcp call: expected key=value, got {pair!r}")
+    return [(key, raw) for key, _, raw in split]
+
+
+def is_text_parameter(spec: dict[str, object]) -> bool:
+    """Whether a parameter of a listed tool schema takes text: a string, or one of a few
+    words (an enum of strings)."""
+    choices = spec.get("enum")
+    if isinstance(choices, list):
+        return all(isinstance(choice, str) for choice in cast(list[object], choices))
+    return spec.get("type") == "string"
+
+
+def tool_arguments(pairs: Sequence[tuple[str, str]], schema: dict[str, Any]) -> dict[str, object]:
+    """key=value pairs as the tool's arguments: a text parameter gets the text typed
+    (`content=null` is the word null); any other value is read as JSON (numbers, booleans,
+    lists), or else passed as the text typed."""
+    properties = cast(dict[str, dict[str, object]], schema.get("properties", {}))
+    arguments: dict[str, object] = {}
+    for key, raw in pairs:
+        if is_text_parameter(properties.get(key, {})):
+            arguments[key] = raw
+            continue
         try:
-            # Numbers, booleans, lists and null as JSON; anything else is a string.
             arguments[key] = json.loads(raw)
         except json.JSONDecodeError:
             arguments[key] = raw
@@ -94,7 +124,7 @@ async def _call(
     settings: Settings,
     vaults: VaultSet | None,
     tool: str,
-    arguments: dict[str, object],
+    pairs: list[tuple[str, str]],
     problem: str | None,
 ) -> int:
     # One call is the whole life of this server, too short for the background build: a tool
@@ -104,19 +134,20 @@ async def _call(
         vaults is not None
         and tool in _MEANING_TOOLS
         and settings.index_embeddings
-        and await _refresh_indexes(vaults, arguments.get("vault")) is None
+        and not await _refresh_indexes(vaults, dict(pairs).get("vault"))
     ):
         return 1
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     async with Client(server) as client:
-        names = sorted(t.name for t in (await client.list_tools()).tools)
-        if tool not in names:
+        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        if tool not in schemas:
             print(
-                f"obsidian-mcp call: no tool named {tool!r}. The tools are: " + ", ".join(names),
+                f"obsidian-mcp call: no tool named {tool!r}. The tools are: "
+                + ", ".join(sorted(schemas)),
                 file=sys.stderr,
             )
             return 2
-        result = await client.call_tool(tool, arguments)
+        result = await client.call_tool(tool, tool_arguments(pairs, schemas[tool]))
     for block in result.content:
         if isinstance(block, TextContent):
             print(block.text)
@@ -165,18 +196,18 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-async def _refresh_index(settings: Settings) -> dict[str, object] | None:
-    """Bring the vault's passage index up to date, with a progress bar on stderr; its
-    status, or None (with the reason on stderr) when no vault is configured."""
+async def _refresh_index(settings: Settings) -> bool:
+    """Bring the vault's passage index up to date, with a progress bar on stderr; False
+    (with the reason on stderr) when no vault is configured."""
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
             print(f"No vault to index: {note}", file=sys.stderr)
-            return None
+            return False
         retriever = open_retriever(vault, settings, model_loader(settings))
         try:
             await retriever.build_index(ProgressBar())
-            return retriever.index_status()
+            return True
         finally:
             retriever.close()
 
@@ -193,33 +224,24 @@ def _chosen(vaults: VaultSet, name: object) -> list[NamedVault]:
     return [found]
 
 
-async def _refresh_indexes(
-    vaults: VaultSet, name: object = None
-) -> dict[str, dict[str, object]] | None:
-    """Each chosen vault's index brought up to date (`_refresh_index`), by name; None as
-    soon as one cannot be."""
-    statuses: dict[str, dict[str, object]] = {}
+async def _refresh_indexes(vaults: VaultSet, name: object = None) -> bool:
+    """Each chosen vault's index brought up to date (`_refresh_index`); False as soon as
+    one cannot be."""
     for named in _chosen(vaults, name):
         if vaults.several:
             print(f"vault {named.name}:", file=sys.stderr)
-        status = await _refresh_index(named.settings)
-        if status is None:
-            return None
-        statuses[named.name] = status
-    return statuses
+        if not await _refresh_index(named.settings):
+            return False
+    return True
 
 
 async def _index(vaults: VaultSet) -> int:
-    statuses = await _refresh_indexes(vaults)
-    if statuses is None:
+    if not await _refresh_indexes(vaults):
         return 1
-    for name, status in statuses.items():
-        print(
-            (f"{name}: " if vaults.several else "")
-            + f"passage index {status['path']}: {status['notes']} notes, "
-            f"{status['passages']} passages, {status['embedded_passages']} with vectors "
-            f"({status['model']}), {int(str(status['bytes_on_disk'])) / 1e6:.1f} MB"
-        )
+    for named in vaults.vaults:
+        # Said once the index is closed (its write-ahead log folded in), as doctor says it.
+        where = f"{named.name}: " if vaults.several else ""
+        print(f"{where}passage index {describe_index(index_path(named.settings))}")
     return 0
 
 
@@ -235,6 +257,9 @@ async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
         try:
             if args.memory_command == "forget":
                 forgotten = await store.forget(args.id)
+                if isinstance(forgotten, Tombstone):
+                    print(f"{forgotten.id} was already forgotten; nothing changed.")
+                    return 0
                 print(f"Forgot {forgotten.id}: {forgotten.content}")
                 await store.write_view()
                 return 0
@@ -251,6 +276,13 @@ async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
             print(f"{len(shown)} memories; the page {store.files.view} shows them by scope "
                   "and tag.", file=sys.stderr)
             return 0
+        except UnknownMemoryId as exc:
+            print(
+                f"obsidian-mcp memory: no memory has the id {exc.memory_id!r}; `obsidian-mcp "
+                "memory list` shows the ids (with --all, superseded ones too).",
+                file=sys.stderr,
+            )
+            return 1
         except VaultError as exc:
             print(f"obsidian-mcp memory: {exc}", file=sys.stderr)
             return 1
@@ -340,6 +372,40 @@ def _fetch(settings: Settings, name: str) -> int:
     return 0
 
 
+def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    """The usage log's figures: a table, JSON, and an HTML page if asked."""
+    since: datetime | None = None
+    if args.since:
+        try:
+            now = datetime.now(UTC)
+            since = parse_moment(args.since, now=now, name="--since", end_of_day=False)
+        except VaultError as exc:
+            print(f"obsidian-mcp stats: {exc}", file=sys.stderr)
+            return 2
+    log = read_log(LogFiles(settings.usage_log_dir))
+    if not log.files:
+        print(
+            f"obsidian-mcp stats: no usage log in {settings.usage_log_dir}. Set "
+            "OBSIDIAN_USAGE_LOG=on (or full) in the server's environment, use your agent, "
+            "then run stats again.",
+            file=sys.stderr,
+        )
+        return 1
+    stats = usage_stats(log, since)
+    if args.html is not None:
+        try:
+            args.html.write_text(html_report(stats), "utf-8")
+        except OSError as exc:
+            print(f"obsidian-mcp stats: cannot write {args.html}: {exc}", file=sys.stderr)
+            return 1
+        print(f"HTML report written to {args.html}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(stats.data(), ensure_ascii=False, indent=1))
+    else:
+        print(terminal_report(stats))
+    return 0
+
+
 def _serve(
     settings: Settings, vaults: VaultSet | None, args: argparse.Namespace, problem: str | None
 ) -> None:
@@ -374,10 +440,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"obsidian-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def vault_options(command: argparse.ArgumentParser) -> None:
+    def vault_options(command: argparse.ArgumentParser, default: object = None) -> None:
         command.add_argument(
             "--vault",
             action="append",
+            default=default,
             metavar="[NAME=]PATH",
             help="a vault folder (overrides OBSIDIAN_VAULT_PATH); repeat it as NAME=PATH for "
             "several vaults in one server (a bare PATH is named after its folder)",
@@ -385,6 +452,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--config",
             type=Path,
+            default=default,
             metavar="FILE",
             help="a TOML file of vaults, one [vaults.NAME] table each (OBSIDIAN_CONFIG)",
         )
@@ -474,6 +542,33 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("id", help="the memory's id, as list shows it")
     export = memory_commands.add_parser("export", help="current memories as JSON lines")
     export.add_argument("--all", action="store_true", help="superseded memories too")
+    for command in (listing, forget, export):
+        # `memory list --vault V` as well as `memory --vault V list`, like every command;
+        # no default here, or it would undo a --vault given before the subcommand.
+        vault_options(command, default=argparse.SUPPRESS)
+
+    stats = commands.add_parser(
+        "stats",
+        help="what the agent spent and where it missed, from the usage log",
+        description="Read the usage log (kept when the server runs with "
+        "OBSIDIAN_USAGE_LOG=on or full) and print, for a period: calls and reply tokens per "
+        "tool (count, median, p90, total), errors by kind, the context spent on tool "
+        "definitions, and the follow-ups that signal retrieval misses (a second search on "
+        "similar words, a read of a note the search had not returned; with full, the "
+        "questions and notes themselves). A table by default.",
+    )
+    stats.add_argument(
+        "--since",
+        help="only calls since then: an age ('7d', '12h', '2w') or a date ('2026-05-01'); "
+        "default: everything logged",
+    )
+    stats.add_argument("--json", action="store_true", help="the same figures as JSON")
+    stats.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write a self-contained HTML page with charts to FILE (no server needed)",
+    )
 
     model = commands.add_parser("model", help="manage the embedding model")
     model_commands = model.add_subparsers(dest="model_command", required=True)
@@ -484,8 +579,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line; `call`'s key=value pairs may come before or after its options
+    (`call vault_tree --vault V depth=1`)."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and (args.command != "call" or any(item.startswith("-") for item in extra)):
+        parser.parse_args(argv)  # exits, naming what it did not recognise
+    if extra:
+        args.arguments = [*args.arguments, *extra]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     named: list[str] = getattr(args, "vault", None) or []
@@ -501,21 +608,33 @@ def main(argv: Sequence[str] | None = None) -> None:
         _serve(settings, vaults, args, problem)
         return
     if args.command == "call":
-        arguments = _tool_arguments(args.arguments)
-        code = anyio.run(_call, settings, vaults, args.tool, arguments, problem)
+        code = anyio.run(
+            _call, settings, vaults, args.tool, _argument_pairs(args.arguments), problem
+        )
         sys.exit(code)
     if problem is not None or vaults is None:
         raise SystemExit(f"obsidian-mcp: the settings are invalid: {problem}")
-    if args.command == "index":
-        code = anyio.run(_index, vaults)
-    elif args.command == "doctor":
-        code = anyio.run(_doctor, vaults)
-    elif args.command == "memory":
-        code = anyio.run(_memory, vaults, args)
-    elif args.command == "model":
-        code = _fetch(settings, args.name)
-    elif args.url is not None:
-        code = anyio.run(_trust_url, settings, args.url, args.yes)
-    else:
-        code = anyio.run(_trust, settings, args.yes)
+    try:
+        code = _run(args, settings, vaults)
+    except BrokenPipeError:
+        # The reader stopped reading (`memory export | head -3`): it has what it wanted.
+        # stdout goes nowhere from here, so the exit's own flush finds no closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     sys.exit(code)
+
+
+def _run(args: argparse.Namespace, settings: Settings, vaults: VaultSet) -> int:
+    if args.command == "index":
+        return anyio.run(_index, vaults)
+    if args.command == "doctor":
+        return anyio.run(_doctor, vaults)
+    if args.command == "memory":
+        return anyio.run(_memory, vaults, args)
+    if args.command == "model":
+        return _fetch(settings, args.name)
+    if args.command == "stats":
+        return _stats(settings, args)
+    if args.url is not None:
+        return anyio.run(_trust_url, settings, args.url, args.yes)
+    return anyio.run(_trust, settings, args.yes)

@@ -78,6 +78,13 @@ def normalized_fingerprint(value: str) -> str:
 RestUrl = Annotated[str, AfterValidator(rest_url)]
 Fingerprint = Annotated[str, AfterValidator(normalized_fingerprint)]
 
+# What the usage log keeps (`obsidian_mcp.usage`): nothing, hashes of the questions and
+# note paths, or the questions and note paths themselves.
+UsageLogMode = Literal["off", "on", "full"]
+
+# Yes/no words a switch setting accepts besides its own values.
+_SWITCH_WORDS = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+
 
 def default_config_dir() -> Path:
     return Path.home() / ".config" / "obsidian-mcp"
@@ -315,6 +322,33 @@ class Settings(BaseSettings):
         "the passage index). false: keywords and the other semantic sources only.",
     )
 
+    usage_log: UsageLogMode = Field(
+        default="off",
+        description="Keep a usage log for `obsidian-mcp stats`: one JSON line per tool call "
+        "in OBSIDIAN_CACHE_DIR/usage (outside the vault; nothing is sent anywhere). on: "
+        "questions, note paths and headings as keyed hashes; full: as written, so stats can "
+        "list the misses. true and false mean on and off.",
+    )
+    usage_log_max_bytes: int = Field(
+        default=10_000_000,
+        ge=1000,
+        le=10**12,
+        description="The usage log is rotated at this size; two files are kept, so it takes "
+        "at most twice this on disk.",
+    )
+
+    @field_validator("usage_log", mode="before")
+    @classmethod
+    def _usage_log_switch(cls, value: object) -> object:
+        """on/off/full in any case, and a yes/no as a switch: `true` from the environment,
+        or `usage_log = true` from a configuration file (a TOML boolean)."""
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        if isinstance(value, str):
+            word = value.strip().lower()
+            return _SWITCH_WORDS.get(word, word)
+        return value
+
     @field_validator("tools", mode="before")
     @classmethod
     def _tool_families(cls, value: object) -> object:
@@ -342,6 +376,12 @@ class Settings(BaseSettings):
         """The tool families served: OBSIDIAN_TOOLS, without editing when OBSIDIAN_EDITS
         is off."""
         return self.tools if self.edits else self.tools - {"edit"}
+
+    @property
+    def usage_log_dir(self) -> Path:
+        """Where the usage log and its rotated file are kept: the cache folder, never the
+        vault, which users sync."""
+        return self.cache_dir / "usage"
 
     @property
     def base_url(self) -> str:

@@ -20,7 +20,7 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.index.embedder import load_embedder
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
-from obsidian_mcp.paths import parent_folder
+from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client, pin_in_use
 from obsidian_mcp.sources.tls import presented_certificate
 
@@ -239,8 +239,9 @@ def _folder_checks(settings: Settings) -> list[Check]:
             )
         ]
     checks = [Check("vault folder", "ok", f"{vault} readable")]
-    memory_folder = vault / parent_folder(settings.memory_path)
-    existing = memory_folder
+    # Memories live in the writers' folder; the configured path is the legacy single file.
+    memory_folder = MemoryFiles(settings.memory_path).folder
+    existing = vault / memory_folder
     while not existing.exists() and existing != vault:
         existing = existing.parent
     writable = os.access(existing, os.W_OK)
@@ -248,7 +249,7 @@ def _folder_checks(settings: Settings) -> list[Check]:
         Check(
             "memory path writable",
             "ok" if writable else "fail",
-            f"{settings.memory_path} in {vault}",
+            f"{memory_folder}/ in {vault}",
             "" if writable else f"make {existing} writable, or set OBSIDIAN_MEMORY_PATH",
         )
     )
@@ -267,6 +268,13 @@ def _index_check(settings: Settings) -> Check:
             f"not built yet ({path}); the first query builds it in the background",
             "run `obsidian-mcp index` to build it now",
         )
+    # Passages without vectors are a build under way (or stopped with its server), not a
+    # fault: queries rank them by words meanwhile.
+    return Check("passage index", "ok", describe_index(path))
+
+
+def describe_index(path: Path) -> str:
+    """The passage index in one line, as `doctor` and `obsidian-mcp index` both say it."""
     store = IndexStore(path)
     try:
         stats = store.stats()
@@ -277,14 +285,11 @@ def _index_check(settings: Settings) -> Check:
         if stats.last_updated is not None
         else "never"
     )
-    detail = (
-        f"{path}: {stats.notes} notes, {stats.passages} passages, {stats.embedded_passages} "
-        f"with vectors ({stats.model or 'no model yet'}), {stats.bytes_on_disk / 1e6:.1f} MB, "
-        f"updated {updated}"
+    return (
+        f"{path}: {stats.notes:,} notes, {stats.passages:,} passages, "
+        f"{stats.embedded_passages:,} with vectors ({stats.model or 'no model yet'}), "
+        f"{stats.bytes_on_disk / 1e6:.1f} MB, updated {updated}"
     )
-    # Passages without vectors are a build under way (or stopped with its server), not a
-    # fault: queries rank them by words meanwhile.
-    return Check("passage index", "ok", detail)
 
 
 def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdict, str]:

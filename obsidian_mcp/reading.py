@@ -2,14 +2,28 @@
 match map, and the scratch note. Plain domain code: it returns data, the server formats it.
 """
 
+import contextlib
+import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from obsidian_mcp.errors import InvalidArgument
+import anyio.to_thread
+
+from obsidian_mcp.attachments import (
+    PDF,
+    NoTextToRead,
+    PdfText,
+    UnreadablePdf,
+    attachment_kind,
+    pdf_text,
+)
+from obsidian_mcp.errors import InvalidArgument, NoteNotFound, NotText
 from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
-from obsidian_mcp.paths import is_markdown, normalize_vault_path
+from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
 from obsidian_mcp.retrieval.exact import check_query_terms
+from obsidian_mcp.sources.base import FileBytes, NoteData
 from obsidian_mcp.text.markdown import (
     ParsedNote,
     Section,
@@ -18,13 +32,19 @@ from obsidian_mcp.text.markdown import (
     parse_note,
     resolve_link,
 )
+from obsidian_mcp.text.snippets import truncate_at_word
 from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.text.wording import plural
 from obsidian_mcp.vault import Vault
 
 # A window ends at a line break when one falls in its last part, so a cut read rarely
 # splits a sentence; this is how far back from the budget we look for one.
 _LINE_BREAK_SEARCH = 0.35
 MAX_SCRATCH_CHARS = 20_000
+# Notes of one name listed when a bare name is ambiguous.
+_NAMESAKES_SHOWN = 5
+# A PDF's gist: the start of its first page, about what a note's gist holds.
+_PDF_GIST_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +53,7 @@ class NoteWindow:
     title: str
     tags: tuple[str, ...]
     note_tokens: int
-    modified: str
+    modified: str  # '' when not known
     section: str | None
     # Offsets into the text that was selected (the section, or the whole note).
     offset: int
@@ -41,7 +61,9 @@ class NoteWindow:
     total_chars: int
     text: str
     next_offset: int | None
-    version: str  # the whole note's, for vault_edit_note(version=...)
+    version: str  # the whole note's, for vault_edit_note(version=...); '' for a PDF
+    # Where the text came from when it is not a note's ("text of a 3-page PDF ...").
+    extracted: str = ""
 
 
 @lru_cache(maxsize=128)
@@ -71,17 +93,127 @@ def window_end(text: str, offset: int, max_chars: int) -> int:
     return space + 1 if space > offset else hard_end
 
 
+def block_span(parsed: ParsedNote, reference: str) -> tuple[int, int]:
+    """Where the block a `^id` names starts, and where the markdown block holding it ends
+    (the parse's own blocks: a paragraph, a list, a table, a quote)."""
+    wanted = reference.removeprefix("^")
+    ids = parsed.block_ids
+    found = next((key for key in (wanted, wanted.lower()) if key in ids), None)
+    if found is None:
+        found = next((key for key in ids if key.lower() == wanted.lower()), None)
+    if found is None:
+        known = ", ".join("^" + key for key in list(ids)[:20]) or "the note has none"
+        raise InvalidArgument(
+            f"No block {excerpt(reference, PATH_EXCERPT_CHARS)} in {parsed.path!r}. Its block "
+            f"ids: {known}. Give a heading instead, or call vault_peek_file for the outline."
+        )
+    start = ids[found]
+    holding = [p for p in parsed.paragraphs if p.start <= start < p.end]
+    return start, holding[-1].end if holding else len(parsed.content)
+
+
+def _window(text: str, offset: int, max_chars: int) -> tuple[int, int | None]:
+    """Where the window of `text` read from `offset` ends, and where the next one starts
+    (None: this one reaches the end)."""
+    if offset > len(text):
+        raise InvalidArgument(
+            f"offset {offset} is past the end ({len(text)} characters) of the text; "
+            "start again from offset 0."
+        )
+    end = window_end(text, offset, max_chars)
+    return end, end if end < len(text) else None
+
+
 def _section_label(section: Section) -> str:
     return " > ".join(section.path)
+
+
+def notes_named(name: str, paths: Iterable[str]) -> list[str]:
+    """The notes a bare note name stands for, as a wikilink to it resolves: those whose name
+    is `name` (ignoring case, `.md` optional). A name with a folder in it names nothing
+    here: the vault path is then what was meant."""
+    if "/" in name.replace("\\", "/"):
+        return []
+    wanted = note_name(name.strip()).lower()
+    return sorted(path for path in paths if is_markdown(path) and note_name(path).lower() == wanted)
+
+
+async def read_named(vault: Vault, path: str) -> NoteData:
+    """A note by its vault path, or by its name alone when one note has that name (what
+    `[[Rook]]` opens in Obsidian); several of that name are named in the refusal."""
+    try:
+        return await vault.read_note(path)
+    except NoteNotFound as missing:
+        named = notes_named(path, await vault.note_stats())
+        if len(named) == 1:
+            return await vault.read_note(named[0])
+        if named:
+            raise NoteNotFound(missing.path, named[:_NAMESAKES_SHOWN]) from missing
+        raise
+
+
+async def attachment_text(vault: Vault, path: str) -> tuple[FileBytes, PdfText]:
+    """A PDF's text; the refusal of any other attachment (an image has no text)."""
+    kind = attachment_kind(path)
+    if kind != PDF:
+        with contextlib.suppress(NotText):  # missing, or a folder, is said as such
+            await vault.read_note(path)
+        raise NoTextToRead(path, kind or "a binary file")
+    file = await vault.read_bytes(path)
+    try:
+        return file, await anyio.to_thread.run_sync(pdf_text, file.data)
+    except ValueError as exc:
+        raise UnreadablePdf(file.path, str(exc)) from exc
+
+
+def _pdf_source(pdf: PdfText) -> str:
+    read = f", the first {pdf.pages_read:,} read" if pdf.pages_read < pdf.pages else ""
+    return f"text extracted from a PDF of {plural(pdf.pages, 'page')}{read} (not its layout)"
+
+
+async def _pdf_window(
+    vault: Vault, path: str, *, heading: str | None, offset: int, max_chars: int
+) -> NoteWindow:
+    if heading:
+        raise InvalidArgument(
+            f"{excerpt(path, PATH_EXCERPT_CHARS)} is a PDF: it has pages, not headings. Read "
+            "it without heading, by offset."
+        )
+    file, pdf = await attachment_text(vault, path)
+    text = pdf.text
+    end, next_offset = _window(text, offset, max_chars)
+    return NoteWindow(
+        path=file.path,
+        title=pdf.title or posixpath.basename(file.path),
+        tags=(),
+        note_tokens=estimate_tokens(text),
+        # Not every source knows an attachment's time (REST gives none): said by none.
+        modified="",
+        section=None,
+        offset=offset,
+        end=end,
+        total_chars=len(text),
+        text=text[offset:end],
+        next_offset=next_offset,
+        version="",
+        extracted=_pdf_source(pdf),
+    )
 
 
 async def read_note_window(
     vault: Vault, path: str, *, heading: str | None, offset: int, max_chars: int
 ) -> NoteWindow:
-    note = await vault.read_note(path)
+    if attachment_kind(path) is not None:
+        return await _pdf_window(
+            vault, path, heading=heading, offset=offset, max_chars=max_chars
+        )
+    note = await read_named(vault, path)
     parsed = parse_cached(note.path, note.content)
     start, stop, label = 0, len(note.content), None
-    if heading:
+    if heading and heading.strip().startswith("^"):
+        start, stop = block_span(parsed, heading.strip())
+        label = heading.strip()
+    elif heading:
         section = find_section(parsed, heading)
         if section is None:
             headings = [_section_label(s) for s in parsed.sections if s.heading]
@@ -92,12 +224,7 @@ async def read_note_window(
             )
         start, stop, label = section.start, section.subtree_end, _section_label(section)
     selected = note.content[start:stop]
-    if offset > len(selected):
-        raise InvalidArgument(
-            f"offset {offset} is past the end ({len(selected)} characters) of the text; "
-            "start again from offset 0."
-        )
-    end = window_end(selected, offset, max_chars)
+    end, next_offset = _window(selected, offset, max_chars)
     return NoteWindow(
         path=note.path,
         title=parsed.title,
@@ -109,7 +236,7 @@ async def read_note_window(
         end=end,
         total_chars=len(selected),
         text=selected[offset:end],
-        next_offset=end if end < len(selected) else None,
+        next_offset=next_offset,
         version=vault.handed_out(note.content),
     )
 
@@ -136,6 +263,8 @@ class NoteOutline:
     links: int
     unresolved_links: int
     version: str
+    # Where the text came from when it is not a note's (a PDF's extracted text).
+    extracted: str = ""
 
 
 def outline_of(parsed: ParsedNote) -> tuple[OutlineEntry, ...]:
@@ -152,8 +281,30 @@ def outline_of(parsed: ParsedNote) -> tuple[OutlineEntry, ...]:
     )
 
 
+async def _peek_pdf(vault: Vault, path: str) -> NoteOutline:
+    file, pdf = await attachment_text(vault, path)
+    first_page = pdf.text.partition("\n")[2].partition("--- page ")[0]
+    return NoteOutline(
+        path=file.path,
+        title=pdf.title or posixpath.basename(file.path),
+        aliases=(),
+        tags=(),
+        tokens=estimate_tokens(pdf.text),
+        frontmatter_keys=(),
+        frontmatter_error=None,
+        gist=truncate_at_word(" ".join(first_page.split()), _PDF_GIST_CHARS),
+        outline=(),
+        links=0,
+        unresolved_links=0,
+        version="",
+        extracted=_pdf_source(pdf),
+    )
+
+
 async def peek_note(vault: Vault, path: str) -> NoteOutline:
-    note = await vault.read_note(path)
+    if attachment_kind(path) is not None:
+        return await _peek_pdf(vault, path)
+    note = await read_named(vault, path)
     parsed = parse_cached(note.path, note.content)
     all_paths = list(await vault.note_stats())
     note_links = [link for link in parsed.links if link.target]

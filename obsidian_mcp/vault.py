@@ -26,7 +26,7 @@ from obsidian_mcp.errors import (
     VaultError,
 )
 from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
-from obsidian_mcp.sources.base import FileStat, NoteData, Source, TextSearchHit
+from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, Source, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.rest import RestSource
 from obsidian_mcp.text.versions import RecentTexts
@@ -226,6 +226,12 @@ class Vault:
                 except NoteNotFound:
                     pass
             raise NoteNotFound(path, await self.closest_paths(path)) from missing
+
+    async def read_bytes(self, raw_path: str) -> FileBytes:
+        """Any file's bytes as stored (an attachment), checked as a note's read is."""
+        path = normalize_vault_path(raw_path)
+        await self._check_on_disk(path)
+        return await self._read_op(lambda source: source.read_bytes(path))
 
     async def search_text(self, query: str, context_length: int = 100) -> list[TextSearchHit]:
         hits = await self._read_op(lambda source: source.search_text(query, context_length))

@@ -39,7 +39,8 @@ def standin_env(process: StandinProcess, config_dir: Path, **extra: str) -> dict
 
 
 def test_call_prints_what_the_model_sees(shared_vault: Path) -> None:
-    done = run_cli("call", "--vault", str(shared_vault), "vault_tree", "depth=1")
+    # --vault after the tool too, as every command takes it after its name.
+    done = run_cli("call", "vault_tree", "--vault", str(shared_vault), "depth=1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("vault root: 95 notes")
     failed = run_cli("call", "--vault", str(shared_vault), "vault_read_note", "path=nope.md")
@@ -169,10 +170,17 @@ def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> N
     assert asked.returncode == 0, asked.stderr
     assert "local passage index" in asked.stdout.splitlines()[0]
     assert "## Ferry.md" in asked.stdout
-    assert "embedded 2 of 2" in asked.stderr  # the progress bar of the build it ran first
+    assert "embedded 2 of 2 passage windows" in asked.stderr  # the build it ran first
     after = run_cli("doctor", "--vault", str(vault), env=env)
     assert "[ok  ] passage index:" in after.stdout
     assert "2 notes, 2 passages, 2 with vectors (all-MiniLM-L6-v2)" in after.stdout
+    # Memories live in the writers' folder, not the legacy file the setting names.
+    assert f"[ok  ] memory path writable: obsidian-mcp/memory/ in {vault}" in after.stdout
+    # Two reports of one index say the same, its size included.
+    indexed = run_cli("index", "--vault", str(vault), env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    detail = indexed.stdout.strip().removeprefix("passage index ")
+    assert f"[ok  ] passage index: {detail}" in after.stdout
 
 
 @pytest.mark.anyio
@@ -213,7 +221,7 @@ def test_memory_list_forget_and_export_without_an_agent(tmp_path: Path) -> None:
         stored = run_cli("call", "--vault", str(vault), "vault_remember", f"content={content}",
                          "tags=[\"story\"]", *([f"scope={scope}"] if scope else []), env=env)
         assert stored.returncode == 0, stored.stderr
-    listed = run_cli("memory", "--vault", str(vault), "list", env=env)
+    listed = run_cli("memory", "list", "--vault", str(vault), env=env)
     assert listed.returncode == 0, listed.stderr
     assert "Mira moved to Vastry" in listed.stdout and "scope tamsin" in listed.stdout
     wine = re.search(r"^- (\w+) .*scope tamsin", listed.stdout, re.MULTILINE)
@@ -223,8 +231,42 @@ def test_memory_list_forget_and_export_without_an_agent(tmp_path: Path) -> None:
     assert forgot.stdout.startswith(f"Forgot {wine[1]}: The cellar hides wine")
     page = (vault / "obsidian-mcp" / "memory.md").read_text("utf-8")
     assert "Mira moved to Vastry" in page and "cellar" not in page
-    exported = run_cli("memory", "--vault", str(vault), "export", env=env)
+    exported = run_cli("memory", "--vault", str(vault), "export", env=env)  # either order
     assert [json.loads(line)["content"] for line in exported.stdout.splitlines()] == [
         "Mira moved to Vastry"]
-    again = run_cli("memory", "--vault", str(vault), "forget", wine[1], env=env)
-    assert again.returncode == 1 and "already forgotten" in again.stderr
+    # Forgetting is idempotent; an id no memory ever had is named with the shell's fix.
+    again = run_cli("memory", "forget", wine[1], "--vault", str(vault), env=env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"{wine[1]} was already forgotten; nothing changed.\n"
+    bogus = run_cli("memory", "forget", "bogus", "--vault", str(vault), env=env)
+    assert bogus.returncode == 1
+    assert "no memory has the id 'bogus'; `obsidian-mcp memory list` shows the ids" in (
+        bogus.stderr
+    )
+    assert "vault_recall" not in bogus.stderr  # a shell user has no agent tools
+
+
+def test_an_export_read_only_in_part_ends_quietly(tmp_path: Path) -> None:
+    """`memory export | head -3`: the reader closes the pipe early; no traceback."""
+    vault = tmp_path / "vault"
+    (vault / "obsidian-mcp").mkdir(parents=True)
+    lines = (
+        f'{{"id": "0m{n:011d}", "ts": "2026-11-01T10:00:00.000Z", "content": "memory {n} '
+        f'of a long export, enough to fill a pipe", "tags": ["t"], "context": ""}}\n'
+        for n in range(3000)
+    )
+    (vault / "obsidian-mcp" / "memory.jsonl").write_text("".join(lines))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
+    done = subprocess.run(
+        f'"{sys.executable}" -m obsidian_mcp memory export --vault "{vault}" | head -3',
+        shell=True,
+        cwd=REPO_ROOT,
+        env={**base, "OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
+             "OBSIDIAN_MEMORY_MEANING": "false"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert len(done.stdout.splitlines()) == 3
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -123,6 +123,22 @@ def test_the_edit_check_catches_writes_outside_the_named_note(tmp_path: Path) ->
         assert tally.failures() == 1, path
 
 
+def test_the_edit_check_leaves_sqlite_working_files_alone(tmp_path: Path) -> None:
+    """SQLite writes a database's -wal and -shm files on its own schedule (a busy machine
+    checkpoints the index mid-call): not a write the edit made. The database is checked."""
+    root = tmp_path / "run"
+    vault, _ = prepare_vault(FIXTURE_VAULT, root)
+    cache = root / "cache"
+    cache.mkdir()
+    guard = EditGuard(root, vault)
+    before = guard.snapshot()
+    for name in ("index.sqlite-wal", "index.sqlite-shm", "memory.sqlite-journal"):
+        (cache / name).write_bytes(b"pages")
+    assert guard.judge(before, guard.snapshot(), None) == ("", [])
+    (cache / "index.sqlite").write_bytes(b"changed")
+    assert guard.judge(before, guard.snapshot(), None) == ("", ["cache/index.sqlite"])
+
+
 def test_the_edit_check_catches_a_write_without_a_receipt(tmp_path: Path) -> None:
     tally = _fake_edit(tmp_path, {"Dev/Handover.md": "new"}, "Error: refused; nothing written")
     assert tally.failures() == 1

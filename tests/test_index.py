@@ -5,13 +5,15 @@ session by `load_embedder`), real vault folders and the stand-in Local REST API.
 import gc
 import logging
 import os
+import re
 import sqlite3
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -425,11 +427,13 @@ async def test_a_query_during_the_first_build_answers_and_says_how_far_it_got(
 async def test_a_small_vaults_first_query_waits_for_its_meaning_index(tmp_path: Path) -> None:
     """What is left to embed fits in the wait: the first answer already ranks by meaning
     from the whole index, and the next ones never wait."""
+    # The wait is a bound, not a deadline: a busy machine takes longer to embed the 160
+    # passages, and the answer still comes from the whole index.
     retriever, _ = retriever_on(
-        ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path, index_meaning_wait_seconds=30
+        ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path, index_meaning_wait_seconds=600
     )
     first = first_line(await answer(retriever, "harbour ledger number 123"))
-    assert "meaning index:" not in first, first
+    assert not re.search(r"meaning index: [\d,]+ of", first), first  # no progress: complete
     assert "semantic: the server's local passage index" in first
     assert retriever.builder is not None and not retriever.builder.running
     retriever.close()
@@ -552,12 +556,19 @@ async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_pat
     retriever.close()
 
 
-class SlowStore(IndexStore):
-    """The index file, as slow to take a batch of notes as beside the first build of a big
-    vault (at 50,000 notes questions queued 7-11 s behind such writes)."""
+class GatedStore(IndexStore):
+    """The index file, taking a batch of notes only once the test opens `gate`: as slow as
+    it likes, like beside the first build of a big vault (at 50,000 notes questions queued
+    7-11 s behind such writes)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate = threading.Event()
+        self.writing = threading.Event()
 
     def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, tuple[StoredPassage, ...]]:
-        time.sleep(1.0)
+        self.writing.set()
+        self.gate.wait()
         return super().put_notes(notes)
 
 
@@ -575,29 +586,40 @@ async def test_a_question_during_the_first_build_does_not_queue_behind_its_write
         index_refresh_seconds=0.1,  # every question lists the vault's stats
     )
     folder = SlowFolder(vault)
-    store = SlowStore(index_path(settings))
+    store = GatedStore(index_path(settings))
     retriever = Retriever(Vault(None, folder), settings, store, None, None)
-    async with anyio.create_task_group() as background:
-        background.start_soon(retriever.warm_up)
-        await anyio.sleep(0.05)
-        await retriever.semantic_query("harbour ledger", limit=3)  # waits its 0.2 s
-        await anyio.sleep(1.0)  # the build is storing its batches now
-        assert retriever.corpus.reading
-        with anyio.fail_after(0.6):
-            during = await retriever.semantic_query("harbour ledger", limit=3)
-        assert during.source_note.startswith("notes read: ")
+    try:
+        async with anyio.create_task_group() as background:
+            background.start_soon(retriever.warm_up)
+            await anyio.sleep(0.05)
+            await retriever.semantic_query("harbour ledger", limit=3)  # waits its 0.2 s
+            await anyio.to_thread.run_sync(store.writing.wait)  # the build stores a batch
+            assert retriever.corpus.reading
+            # The write does not end until the gate opens: a question queued behind it
+            # would never answer (the bound only keeps a failure from hanging the suite).
+            with anyio.fail_after(60):
+                during = await retriever.semantic_query("harbour ledger", limit=3)
+            assert during.source_note.startswith("notes read: ")
+            store.gate.set()
+    finally:
+        store.gate.set()
     after = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in after.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))
     retriever.close()
 
 
-class SlowSmartEnv(SmartEnvCache):
-    """Smart Connections' files, as slow to read as beside a first build of a big vault
-    (reading them and checking their model took 14 s at 10,000 notes)."""
+class GatedSmartEnv(SmartEnvCache):
+    """Smart Connections' files, read only once the test opens `gate`: as slow as beside a
+    first build of a big vault (reading them and checking their model took 14 s at 10,000
+    notes), or slower."""
+
+    def __init__(self, env_dir: Path) -> None:
+        super().__init__(env_dir)
+        self.gate = threading.Event()
 
     def _refresh(self) -> StoredVectors | None:
-        time.sleep(1.5)  # in the cache's own thread
+        self.gate.wait()  # in the cache's own thread
         return super()._refresh()
 
 
@@ -606,14 +628,21 @@ async def test_a_question_does_not_wait_for_smart_connections_files_past_its_rea
     vault_copy: Path, tmp_path: Path, embedder: OnnxEmbedder
 ) -> None:
     retriever, _ = retriever_on(vault_copy, tmp_path, index_read_wait_seconds=0.5)
-    retriever.candidates.semantic = SemanticSources(
-        None, None, SlowSmartEnv(vault_copy / ".smart-env")
-    )
-    with anyio.fail_after(1.5):
-        early = await retriever.semantic_query("What is Kettle's real name?", limit=3)
+    smart_env = GatedSmartEnv(vault_copy / ".smart-env")
+    retriever.candidates.semantic = SemanticSources(None, None, smart_env)
+    try:
+        # The files are not read until the gate opens: a question that waited for them
+        # past its read_wait would never answer (the bound only keeps a failure from
+        # hanging the suite).
+        with anyio.fail_after(60):
+            early = await retriever.semantic_query("What is Kettle's real name?", limit=3)
+    finally:
+        smart_env.gate.set()
     assert "Smart Connections' vectors are being read" in early.source_note
     assert not early.source.startswith("smart-env")
-    await anyio.sleep(2)  # the files are read in their own thread meanwhile
+    await smart_env.until_loaded()  # read in their own thread
+    await smart_env.made_by(embedder)  # and their model known
+    await retriever.corpus.sync(read_all=True)  # and the notes all read
     later = await retriever.semantic_query("What is Kettle's real name?", limit=3)
     assert later.source.startswith("smart-env")  # by meaning once the model is known
     assert "being read" not in later.source_note
@@ -622,10 +651,32 @@ async def test_a_question_does_not_wait_for_smart_connections_files_past_its_rea
 
 @pytest.mark.anyio
 async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_so(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     retriever, folder = slow_retriever(tmp_path, read_wait=0.5)
     reported: list[tuple[float, float | None]] = []
+    # How long each question let itself wait for the reading (the background read passes
+    # no bound): what "does not wait again" means, whatever the machine's speed.
+    waits: list[float] = []
+    sync = retriever.corpus.sync
+
+    async def recorded_sync(**kwargs: Any) -> None:
+        if "wait_seconds" in kwargs:
+            waits.append(kwargs["wait_seconds"])
+        await sync(**kwargs)
+
+    monkeypatch.setattr(retriever.corpus, "sync", recorded_sync)
+    # The notes past the first 16 are read once both questions are answered, however
+    # slow or fast the machine.
+    gate = anyio.Event()
+    read = folder.read_note
+
+    async def gated_read(path: str) -> NoteData:
+        if len(folder.reads) >= 16:
+            await gate.wait()
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", gated_read)
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         reported.append((done, total))
@@ -633,15 +684,14 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)
-        # 1.5 s to read them all; the first question waits 0.5 s.
-        with anyio.fail_after(1.2):
-            early = await retriever.semantic_query("harbour ledger", limit=3, progress=progress)
+        early = await retriever.semantic_query("harbour ledger", limit=3, progress=progress)
         assert early.source_note.startswith("notes read: ")
         assert "of 40, the rest is being read" in early.source_note
         assert reported and all(total == 40 for _, total in reported)
-        with anyio.fail_after(0.3):  # the next question does not wait again
-            again = await retriever.semantic_query("harbour ledger", limit=3)
+        again = await retriever.semantic_query("harbour ledger", limit=3)
         assert again.source_note.startswith("notes read: ")
+        assert waits == [0.5, 0.0]  # the next question does not wait again
+        gate.set()
     late = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in late.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))  # each once
@@ -651,10 +701,12 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
 @pytest.mark.anyio
 async def test_notes_read_by_a_question_that_stopped_waiting_are_kept(tmp_path: Path) -> None:
     retriever, _ = slow_retriever(tmp_path, read_wait=0.7)
-    # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each).
+    # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each;
+    # fewer on a busy machine, never all 40: at least 1.5 s of sleeps).
     await retriever.semantic_query("harbour ledger", limit=3)
-    assert retriever.corpus.unread == 40 - 16
-    assert IndexStore(retriever.corpus.store.path).stats().notes == 16
+    stored = IndexStore(retriever.corpus.store.path).stats().notes
+    assert 0 < stored < 40
+    assert retriever.corpus.unread == 40 - stored
     retriever.close()
 
 

@@ -18,7 +18,7 @@ from obsidian_mcp.memory.index import LogReader, bytes_view
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.memory.render import recall_data, render_recall, render_remembered
 from obsidian_mcp.memory.store import MemoryStore
-from obsidian_mcp.memory.timespec import resolve_occurred
+from obsidian_mcp.memory.timespec import parse_moment, resolve_occurred
 from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
@@ -262,6 +262,59 @@ async def test_remember_reports_a_reworded_restatement_and_never_merges_it(
     assert f"Nearly the same as {first.memory.id}" in text
     other = await one.remember("The harbour freezes over most winters", ["harbour"])
     assert other.near_duplicate is None
+    one.close()
+
+
+@pytest.mark.anyio
+async def test_the_first_remember_of_a_new_process_is_compared_with_what_is_stored(
+    vault: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """A new process holds no vectors of the stored memories until its background catch-up
+    has run: its first remember was compared with nothing, so a one-shot client (one call
+    per process) never heard of the twin it stored."""
+    one = store(vault, tmp_path / "dev", embedder=embedder)
+    twin = await one.remember("Hobb Marrow hides the guild money in a mutton pie.", ["hobb"])
+    one.close()
+    fresh = store(vault, tmp_path / "dev", embedder=embedder)  # no catch-up has run
+    again = await fresh.remember("Hobb Marrow hides the guild's money in a mutton pie.", ["pie"])
+    assert again.created
+    assert again.near_duplicate is not None and again.near_duplicate.id == twin.memory.id
+    assert f"Nearly the same as {twin.memory.id}" in render_remembered(again, NOW)
+    fresh.close()
+
+
+def test_every_date_parameter_takes_one_grammar() -> None:
+    """since, until and occurred read the same words: `until=yesterday` was refused while
+    `occurred=yesterday` was taken. A day as an end includes that day."""
+    today = NOW.astimezone().date()
+    for text, days in (
+        ("today", 0), ("yesterday", 1), ("3 days ago", 3), ("a week ago", 7), ("last week", 7),
+        ("Yesterday", 1),
+    ):
+        day = today - timedelta(days=days)
+        midnight = datetime.combine(day, datetime.min.time()).astimezone()
+        assert parse_moment(text, now=NOW, name="since", end_of_day=False) == midnight, text
+        until = parse_moment(text, now=NOW, name="until", end_of_day=True)
+        next_day = datetime.combine(day + timedelta(days=1), datetime.min.time())
+        assert until == next_day.astimezone(), text
+        assert resolve_occurred(text, NOW) == day.isoformat(), text
+    assert parse_moment("now", now=NOW, name="until", end_of_day=True) == NOW
+    assert resolve_occurred("now", NOW) == today.isoformat()
+    with pytest.raises(InvalidArgument, match="'yesterday', '3 days ago'") as refused:
+        parse_moment("the day before", now=NOW, name="until", end_of_day=True)
+    assert "until='the day before' is not a date or time" in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_recall_until_yesterday_keeps_what_happened_before_today(
+    vault: Path, tmp_path: Path
+) -> None:
+    one = store(vault, tmp_path / "dev")
+    old = await one.remember("We mended the nets", ["nets"], occurred="yesterday")
+    await one.remember("We sold the nets", ["nets"])
+    recall = await one.recall(until="yesterday")
+    assert [m.id for m in recall.memories] == [old.memory.id]
+    assert [m.id for m in (await one.recall(since="today")).memories] != [old.memory.id]
     one.close()
 
 

@@ -12,14 +12,16 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.types import TextContent, TextResourceContents
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.model import Memory, Tombstone, encode
 from obsidian_mcp.server import build_server
+from obsidian_mcp.server.memory_tools import handover_note
 from tests.conftest import folder_settings, rest_settings
+from tests.fixture_vault import REPO_ROOT
 from tests.memory_files import memory_entries, memory_paths, writer_paths
 from tests.standin.process import StandinProcess
 
@@ -131,11 +133,23 @@ def old_entry(memory_id: str, days: float, content: str, tags: tuple[str, ...]) 
     return encode(Memory(memory_id, ts, content, tags, "seeded"))
 
 
+def test_the_handover_prompt_names_the_vaults_own_handover_note() -> None:
+    def notes(vault: Path) -> list[str]:
+        return [p.relative_to(vault).as_posix() for p in vault.rglob("*.md")]
+
+    assert handover_note(notes(REPO_ROOT / "fixtures" / "vault")) == "Dev/Handover.md"
+    ledgerline = REPO_ROOT / "fixtures" / "ledgerline" / "vault"
+    assert handover_note(notes(ledgerline)) == "Handover/Handover (living).md"
+    dated = ["N/2026-01-02 handover.md", "N/2026-03-04 handover.md", "T/Handover template.md"]
+    assert handover_note(dated) == "N/2026-03-04 handover.md"
+    assert handover_note(["Home.md"]) == "Handover.md"
+
+
 @pytest.mark.anyio
 async def test_remember_needs_only_content_and_tags(setup: Setup) -> None:
     """Agents call it so; the design makes context optional."""
     async with setup.client() as client:
-        text = await ok(client, "vault_remember", content="Rook hates the cold.", tags=["rook"])
+        text = await ok(client, "vault_remember", content="Rook hates the cold.", tags="rook")
         recalled = await ok(client, "vault_recall", tags=["rook"])
     assert text.startswith("Remembered as ")
     assert memory_id(text) in recalled and "Rook hates the cold." in recalled
@@ -166,6 +180,7 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         assert len(setup.entries()) == 3
 
         by_tag = await ok(client, "vault_recall", tags=["gale"])
+        assert await ok(client, "vault_recall", tags="gale") == by_tag  # one tag, not a list
         first_line, *rest = by_tag.splitlines()
         assert first_line == "3 memories tagged gale, newest just now, oldest 2 weeks ago"
         assert rest[0].startswith(f"- {new_id} · just now · decision · #gale #ship")
@@ -176,12 +191,17 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         assert (await ok(client, "vault_recall", time_range="week")).startswith("2 memories from")
         assert (await ok(client, "vault_recall", time_range="today")).startswith("1 memory")
         assert (await ok(client, "vault_recall", since="4w", until="4d")).startswith("1 memory")
+        # One grammar for every date: remember's occurred takes 'yesterday', so does until.
+        assert (await ok(client, "vault_recall", until="yesterday")).startswith("2 memories")
         data = json.loads(await ok(client, "vault_recall", tags=["ship"], format="json"))
         assert [m["id"] for m in data["memories"]] == [new_id, "0seedmonth000"]
 
         forgot = await ok(client, "vault_forget", id=new_id)
         assert forgot.startswith("Forgot:") and "captain" in forgot
         assert (await ok(client, "vault_recall", tags=["ship"])).startswith("1 memory")
+        # Idempotent, as annotated: forgetting it again changes nothing and says so.
+        forgot_again = await ok(client, "vault_forget", id=new_id)
+        assert forgot_again == f"{new_id} was already forgotten (just now); nothing changed."
         is_error, text = await call(client, "vault_forget", id="0nosuchid0000")
         assert is_error and "No memory has the id '0nosuchid0000'" in text
 
@@ -198,10 +218,17 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         message = handover.messages[0].content
         assert isinstance(message, TextContent)
         assert "Plan session 13" in message.text and "0seedweek0000" in message.text
+        # Saved with the tool that exists for it, not "your file-writing tool".
+        assert "vault_edit_note(path=" in message.text and "file-writing" not in message.text
         learned = await client.get_prompt("update-knowledge", {"work": "Mapped the reef"})
         message = learned.messages[0].content
         assert isinstance(message, TextContent)
         assert "vault_remember" in message.text and "gale (2)" in message.text
+        with pytest.raises(MCPError, match=r"The prompt update-knowledge needs work \("):
+            await client.get_prompt("update-knowledge", {})
+        is_error, text = await call(client, "vault_serch", query="x")
+        assert is_error and "No tool named 'vault_serch'" in text
+        assert "the tools are: vault_edit_note, " in text and "vault_remember" in text
 
     [written] = setup.writers()
     entries = [json.loads(line) for line in written.read_text("utf-8").splitlines()]

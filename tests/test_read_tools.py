@@ -28,6 +28,12 @@ READ_CALLS: list[tuple[str, dict[str, object]]] = [
     ("vault_search_map", {"query": "lighthouse"}),
     ("vault_search_map", {"query": "Mira promise", "folder": "Sessions"}),
     ("vault_search_map", {"query": "zzzunfindable"}),
+    # A note's name alone, and a block id, as wikilinks resolve them (issue 26.9).
+    ("vault_read_note", {"path": "Rook"}),
+    ("vault_peek_file", {"path": "kettle.md"}),
+    ("vault_read_note", {"path": "Key Moments", "heading": "^moment-lighthouse-promise"}),
+    ("vault_read_note", {"path": "Attachments/tide-tables.pdf"}),
+    ("vault_tree", {"folder": "Dev", "depth": 1}),
     # Errors must read the same too.
     ("vault_read_note", {"path": "Characters/Mira Vesant.md"}),
     ("vault_read_note", {"path": "Characters"}),
@@ -42,9 +48,12 @@ def text_of(result: object) -> str:
     return "\n".join(block.text for block in content if isinstance(block, TextContent))
 
 
-async def answers(client: Client) -> list[tuple[bool, str]]:
+async def answers(
+    client: Client, calls: list[tuple[str, dict[str, object]]] = READ_CALLS
+) -> list[tuple[bool, str]]:
+    """Whether each call failed, and its text."""
     results: list[tuple[bool, str]] = []
-    for name, arguments in READ_CALLS:
+    for name, arguments in calls:
         result = await client.call_tool(name, arguments)
         results.append((result.is_error, text_of(result)))
     return results
@@ -97,6 +106,54 @@ async def test_error_messages_say_what_to_do(shared_vault: Path, tmp_path: Path)
     assert "Mira Vessant" in text_of(missing)
     assert folder.is_error and "vault_tree(folder='Characters')" in text_of(folder)
     assert heading.is_error and "Its headings:" in text_of(heading)
+
+
+@pytest.mark.anyio
+async def test_a_name_alone_and_a_block_id_resolve_as_links_do(
+    shared_vault: Path, tmp_path: Path
+) -> None:
+    """`path="Rook"` was refused ("Closest existing paths: Characters/Rook.md") and
+    `heading="^moment-lighthouse-promise"` too, though links name notes and blocks so."""
+    (shared_vault / "Inbox" / "Rook.md").write_text("# Another Rook\n")
+    try:
+        async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:
+            kettle = text_of(await client.call_tool("vault_read_note", {"path": "kettle"}))
+            twice = await client.call_tool("vault_read_note", {"path": "Rook"})
+            block = text_of(await client.call_tool("vault_read_note", {
+                "path": "Characters/Companion/Key Moments.md",
+                "heading": "^moment-lighthouse-promise",
+            }))
+            unknown = await client.call_tool("vault_read_note", {
+                "path": "Key Moments", "heading": "^moment-nope",
+            })
+            related = await client.call_tool("vault_find_related", {"path": "Kettle"})
+    finally:
+        (shared_vault / "Inbox" / "Rook.md").unlink()
+    assert kettle.startswith("Characters/Kettle.md · [[Kettle]]")
+    assert twice.is_error  # two notes have that name: both are named, neither is guessed
+    assert "Characters/Rook.md, Inbox/Rook.md" in text_of(twice)
+    assert "section: ^moment-lighthouse-promise · chars 0-254 of 254" in block
+    assert block.rstrip().endswith("she makes a vow to Rook about the lamp. It is the first time "
+                                   "she commits to anything beyond the next day. Details in "
+                                   "[[Session 04 - The Lighthouse at Greyhook#The lamp room]]. "
+                                   "^moment-lighthouse-promise")
+    assert unknown.is_error and "Its block ids: ^moment-first-meeting" in text_of(unknown)
+    assert not related.is_error and "Characters/Kettle.md" in text_of(related)
+
+
+@pytest.mark.anyio
+async def test_counts_read_as_words_and_numbers_do(shared_vault: Path, tmp_path: Path) -> None:
+    """"1 folders", "2 matches in 1 files" and "chars 0-585 of 16324", as the issue saw."""
+    async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:
+        dev = text_of(await client.call_tool("vault_tree", {"folder": "Dev", "depth": 1}))
+        hits = text_of(await client.call_tool(
+            "vault_search_map", {"query": "Ressa", "folder": "Characters"}))
+        note = largest_note(shared_vault).relative_to(shared_vault).as_posix()
+        window = text_of(await client.call_tool("vault_read_note", {"path": note}))
+    assert dev.startswith("Dev/: 8 notes, 1 folder, 0 attachments (to depth 1)"), dev
+    assert "- Characters/Companion/: 1 match in 1 file\n" in hits, hits
+    total = len(largest_note(shared_vault).read_text("utf-8"))
+    assert f"of {total:,} · version" in window.splitlines()[1], window.splitlines()[1]
 
 
 def largest_note(vault: Path) -> Path:

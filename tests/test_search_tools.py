@@ -104,6 +104,27 @@ async def test_tools_are_listed_read_only_with_guidance(folder_client: Client) -
 
 
 @pytest.mark.anyio
+async def test_concise_replies_are_packed_at_the_size_they_are_shown(
+    folder_client: Client,
+) -> None:
+    """concise=true said "left out to stay within max_tokens=1000" of a 250-token reply:
+    it was packed as if each passage's text were shown."""
+    for tool in ("vault_semantic_query", "vault_smart_search"):
+        text = await call(folder_client, tool, query="Rook", concise=True, limit=20)
+        assert "left out" not in text, text
+        assert estimate_tokens(text) <= 1000
+        data = json.loads(
+            await call(folder_client, tool, query="Rook", concise=True, limit=20, format="json")
+        )
+        assert data["left_out_for_budget"] == [] and data["shown"] == 20, (tool, data["shown"])
+    # Past its budget a concise reply still says what it left out.
+    tight = await call(
+        folder_client, "vault_semantic_query", query="Rook", concise=True, limit=40, max_tokens=150
+    )
+    assert "left out to stay within max_tokens=150" in tight and estimate_tokens(tight) <= 150
+
+
+@pytest.mark.anyio
 async def test_semantic_query_groups_passages_within_budget(folder_client: Client) -> None:
     text = await call(folder_client, "vault_semantic_query", query="What is Kettle's real name?")
     # The local index is complete: Smart Connections' vectors of the same model are left out.
@@ -202,13 +223,18 @@ async def test_folder_scopes_results(folder_client: Client) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.timeout(900)  # the meaning wait's bound below, and the rest of the test
 async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> None:
     events: ProgressEvents = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         events.append((progress, total, message))
 
-    settings = Settings(vault_path=vault_copy, config_dir=tmp_path / "config")
+    # The first question's wait for the meaning index is a bound, not a deadline: on a busy
+    # machine the build takes longer than the default 30 s, and the wait still ends with it.
+    settings = Settings(
+        vault_path=vault_copy, config_dir=tmp_path / "config", index_meaning_wait_seconds=600
+    )
     async with Client(build_server(settings), raise_exceptions=True) as client:
         await client.call_tool(
             "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress

@@ -424,7 +424,7 @@ def test_vault_name_path_repeated_serves_several_folders(two_vaults: TwoVaults) 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Work:/: ")  # a bare PATH is named after its folder
-    assert "\nDecisions/ (1 notes)\n" in done.stdout and "\nWork:Home.md\n" in done.stdout
+    assert "\nDecisions/ (1 note)\n" in done.stdout and "\nWork:Home.md\n" in done.stdout
 
 
 def _vaults(settings: Settings, *arguments: str) -> VaultSet:

@@ -86,3 +86,26 @@ async def test_without_any_source_every_tool_says_what_to_set(tmp_path: Path) ->
     assert result.is_error
     assert "OBSIDIAN_VAULT_PATH" in result.content[0].text  # type: ignore[union-attr]
     assert status["vault"] is None
+
+
+@pytest.mark.anyio
+async def test_status_counts_what_memory_list_shows_and_names_the_folder(
+    vault_copy: Path, tmp_path: Path
+) -> None:
+    """status said 13 memories where `memory list` said 12 (it counted a superseded one),
+    and named the legacy file as where memories live."""
+    async with Client(build_server(folder_settings(vault_copy, tmp_path))) as client:
+        old = await client.call_tool("vault_remember", {"content": "Mira is 29", "tags": ["mira"]})
+        old_id = str(getattr(old.content[0], "text", "")).split()[2].rstrip(".")
+        await client.call_tool(
+            "vault_remember",
+            {"content": "Mira is 30", "tags": ["mira"], "supersedes": [old_id]},
+        )
+        await client.call_tool("vault_remember", {"content": "Rook rows", "tags": ["rook"]})
+        memory = (await read_status(client))["memory"]
+        overview = await read_overview(client)
+    assert isinstance(memory, dict)
+    assert (memory["memories"], memory["superseded"]) == (2, 1)
+    assert memory["folder"] == "obsidian-mcp/memory/"
+    assert memory["legacy_file"] == "obsidian-mcp/memory.jsonl"
+    assert overview.startswith("# Memory: 2 memories (and 1 superseded), 2 tags (obsidian-mcp/")

@@ -507,6 +507,15 @@ class MemoryIndex:
         )
         return map(_memory, rows.fetchall())
 
+    def primary_counts(self) -> tuple[int, int]:
+        """How many memories are current and how many superseded, repeats left out (what
+        `primaries` gives)."""
+        current, superseded = self.db.execute(
+            "SELECT count(*) - coalesce(sum(superseded != 0), 0), "
+            "coalesce(sum(superseded != 0), 0) FROM memories WHERE repeat = 0"
+        ).fetchone()
+        return int(current), int(superseded)
+
     def recent(self, limit: int) -> list[Memory]:
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 AND superseded = 0 "

@@ -14,6 +14,8 @@ from obsidian_mcp.memory.model import (
     MAX_TAGS,
     MAX_TYPE_CHARS,
     Memory,
+    Record,
+    Tombstone,
     format_ts,
 )
 from obsidian_mcp.memory.store import MemoryStatus, Recall, Remembered
@@ -258,9 +260,10 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
 def render_overview(
     memories: list[Memory], tags: list[tuple[str, int]], status: MemoryStatus, now: datetime
 ) -> str:
+    replaced = f" (and {status.superseded:,} superseded)" if status.superseded else ""
     lines = [
-        f"# Memory: {_memories(status.memories)}, {plural(len(tags), 'tag')} "
-        f"({status.path}, {status.source})"
+        f"# Memory: {_memories(status.memories)}{replaced}, {plural(len(tags), 'tag')} "
+        f"({status.folder}, {status.source})"
     ]
     problems: list[str] = [f"{plural(status.files, 'file')} read"]
     if status.invalid_lines:
@@ -278,6 +281,14 @@ def render_overview(
     lines.append("")
     lines.append("Recall by tag or text with vault_recall(tags=[...], query=...).")
     return "\n".join(lines)
+
+
+def render_forgotten(record: Record, now: datetime) -> str:
+    """What vault_forget answers: what it forgot, or that it was forgotten before."""
+    if isinstance(record, Tombstone):
+        return (f"{record.id} was already forgotten ({age(record.ts, now)}); nothing "
+                "changed.")
+    return "Forgot:\n" + format_memory(record, now)
 
 
 def render_remembered(result: Remembered, now: datetime) -> str:

@@ -43,7 +43,6 @@ from obsidian_mcp.memory.model import (
     Memory,
     Record,
     Tombstone,
-    format_ts,
     normalize_ids,
     normalize_scope,
     normalize_tags,
@@ -68,6 +67,9 @@ _SUGGESTED_TAGS = 12
 _EMBED_BATCH = 32
 # Index slots whose cached vectors are loaded per step: about 20 ms under the store's lock.
 _SLOTS_PER_STEP = 2000
+# Memories without a cached vector that a remember embeds before it compares (about 1.1 s
+# at the rate above); past that, it compares with those that have one.
+_EMBED_BEFORE_COMPARING = 256
 # Seconds without a change before the memory page is written again: a burst of remembers
 # writes it once (at 100,000 memories a page is about 12 MB).
 _VIEW_SETTLE_SECONDS = 3.0
@@ -97,6 +99,17 @@ _SIMILAR_SHOWN = 3
 # is wrong on at most 5% of answerable dev questions is 0.20 (0.40 was wrong on 70%). It
 # catches queries about nothing in the store at all, not near misses.
 NO_MATCH_FLOOR = 0.20
+
+
+class UnknownMemoryId(InvalidArgument):
+    """An id no memory has, forgotten or not."""
+
+    def __init__(self, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(
+            f"No memory has the id {memory_id!r}. Ids come from vault_remember and "
+            "vault_recall; recall the memory first to get its id."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +160,14 @@ class Recall:
 
 @dataclass(frozen=True, slots=True)
 class MemoryStatus:
-    path: str
+    # The writers' folder the memories live in ('obsidian-mcp/memory/'), and the single
+    # file of earlier versions, still read when it is there.
+    folder: str
+    legacy_file: str
     source: str
+    # Current memories, what `obsidian-mcp memory list` shows; and the replaced ones.
     memories: int
+    superseded: int
     tags: int
     bytes: int
     # Memory files read (writers' files, the legacy file, conflict copies).
@@ -350,6 +368,10 @@ class MemoryStore:
         # The new memory's vector: what finds the memories nearly the same.
         embedder = await self._vectors.load() if self._vectors.available else None
         vector = await self._vectors.embed([text]) if embedder is not None else None
+        if embedder is not None:
+            # A new process holds no vectors of the stored memories until its background
+            # catch-up has run: its first remember would be compared with nothing.
+            await self.catch_up_meaning(embed_at_most=_EMBED_BEFORE_COMPARING)
         stored: list[Memory] = []
         replaced: list[Memory] = []
         similar: list[Similar] = []
@@ -419,23 +441,20 @@ class MemoryStore:
         found.sort(key=lambda close: close.score, reverse=True)
         return found[:_SIMILAR_SHOWN]
 
-    async def forget(self, memory_id: str) -> Memory:
-        """Retire a memory (and any stored repeat of it); returns what was forgotten."""
+    async def forget(self, memory_id: str) -> Record:
+        """Retire a memory (and any stored repeat of it); returns what was forgotten, or
+        the tombstone of a memory forgotten before (forgetting is idempotent: nothing is
+        written then)."""
         wanted = memory_id.strip().lower()
-        forgotten: list[Memory] = []
+        forgotten: list[Record] = []
 
         def build(index: MemoryIndex) -> list[Record]:
             record = index.latest(wanted)
             if record is None:
-                raise InvalidArgument(
-                    f"No memory has the id {memory_id!r}. Ids come from vault_remember and "
-                    "vault_recall; recall the memory first to get its id."
-                )
-            if isinstance(record, Tombstone):
-                raise InvalidArgument(
-                    f"The memory {wanted!r} was already forgotten ({format_ts(record.ts)})."
-                )
+                raise UnknownMemoryId(memory_id)
             forgotten.append(record)
+            if isinstance(record, Tombstone):
+                return []
             now = _to_millis(self._clock())
             return [Tombstone(repeat, now) for repeat in index.repeats_of(record)]
 
@@ -556,20 +575,26 @@ class MemoryStore:
             except Exception:  # recall goes on by words; the next change tries again
                 logger.exception("memory vectors could not be brought up to date")
 
-    async def catch_up_meaning(self) -> None:
+    async def catch_up_meaning(self, embed_at_most: int | None = None) -> None:
         """Load the model, then give every memory of the file its vector: from the cache
         where it has one, from the model otherwise, a step at a time so that recall goes on
-        meanwhile (by words where vectors are still missing)."""
+        meanwhile (by words where vectors are still missing). With `embed_at_most`, stop
+        before a step that would embed more than that many in all (the background
+        catch-up does the rest)."""
         embedder = await self._vectors.load()
         if embedder is None or self._log is None:
             return
         model = embedder.model_id
+        embedded = 0
         while True:
             async with self._lock:
                 step = await self._query(lambda index: self._vector_step(index, model))
             if step is None:
                 return
             generation, end, missing = step
+            embedded += len(missing)
+            if embed_at_most is not None and embedded > embed_at_most:
+                return
             for first in range(0, len(missing), _EMBED_BATCH):
                 part = missing[first : first + _EMBED_BATCH]
                 vectors = await self._vectors.embed([text for _, text in part])
@@ -633,10 +658,13 @@ class MemoryStore:
 
         def question(index: MemoryIndex) -> MemoryStatus:
             reader = self._reader
+            current, superseded = index.primary_counts()
             return MemoryStatus(
-                path=self.path,
+                folder=self.files.folder + "/",
+                legacy_file=self.path,
                 source=log.describe(),
-                memories=index.live_count,
+                memories=current,
+                superseded=superseded,
                 tags=len(index.tag_counts()),
                 bytes=reader.offset,
                 files=len(reader.files),

@@ -16,21 +16,50 @@ TIME_RANGES: tuple[TimeRange, ...] = ("today", "week", "month", "all")
 
 _RELATIVE = re.compile(r"^(\d+)\s*(m|min|h|d|w)$")
 _UNIT_SECONDS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# One grammar for every date parameter (recall's since and until, remember's occurred).
 _MOMENT_HELP = (
-    "Give an ISO date ('2026-05-01'), a date and time ('2026-05-01T14:30', optionally with "
-    "'Z' or an offset), or an age such as '30m', '12h', '3d', '2w'."
+    "Give a date ('2026-05-01'), a date and time ('2026-05-01T14:30', optionally with 'Z' "
+    "or an offset), a day as said today ('today', 'yesterday', '3 days ago', 'last week') "
+    "or an age ('30m', '12h', '3d', '2w')."
 )
+_SPOKEN_AGO = re.compile(r"^(\d+|a|an|one)\s+(day|week|month|year)s?\s+ago$")
+_SPOKEN_LAST = {"last week": 7, "last month": 30, "last year": 365}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 
 def _local_midnight(day: date) -> datetime:
     return datetime.combine(day, time()).astimezone()
 
 
+def spoken_days_ago(text: str) -> int | None:
+    """How many days back a day said in words is ('today' 0, 'yesterday' 1, '3 days ago',
+    'last week'); None when the text is not one."""
+    value = " ".join(text.lower().split())
+    if value == "today":
+        return 0
+    if value == "yesterday":
+        return 1
+    if value in _SPOKEN_LAST:
+        return _SPOKEN_LAST[value]
+    spoken = _SPOKEN_AGO.match(value)
+    if spoken is None:
+        return None
+    count = 1 if spoken[1] in ("a", "an", "one") else int(spoken[1])
+    return count * _UNIT_DAYS[spoken[2]]
+
+
 def parse_moment(text: str, *, now: datetime, name: str, end_of_day: bool) -> datetime:
-    """A `since`/`until` value as an aware datetime; a bare date as `until` includes that day."""
+    """A date parameter's value as an aware datetime; a day (a bare date, 'yesterday') as
+    an end (`end_of_day`) includes that day."""
     value = text.strip()
     if len(value) > MAX_MOMENT_CHARS:
         raise InvalidArgument(f"{name}={excerpt(text)} is not a date or time. {_MOMENT_HELP}")
+    if value.lower() == "now":
+        return now
+    days = spoken_days_ago(value)
+    if days is not None:
+        day = now.astimezone().date() - timedelta(days=days)
+        return _local_midnight(day + timedelta(days=1) if end_of_day else day)
     relative = _RELATIVE.match(value.lower())
     try:
         day = date.fromisoformat(value) if not relative and len(value) == 10 else None
@@ -117,36 +146,16 @@ def age(ts: datetime, now: datetime) -> str:
 
 # -- when a memory happened ------------------------------------------------------------------
 
-_SPOKEN_AGO = re.compile(r"^(\d+|a|an|one)\s+(day|week|month|year)s?\s+ago$")
-_SPOKEN_LAST = {"last week": 7, "last month": 30, "last year": 365}
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_OCCURRED_HELP = (
-    "Give a date ('2026-05-01'), a date and time ('2026-05-01T14:30'), or when it happened "
-    "as said today: 'today', 'yesterday', '3 days ago', 'last week', '2w'."
-)
-
-
 def resolve_occurred(text: str, now: datetime) -> str:
     """When a memory happened, resolved against `now` (so 'yesterday' stays the day it
     meant) and stored as an ISO date, or as a UTC date and time when a time was given."""
     value = " ".join(text.strip().lower().split())
     if len(value) > MAX_MOMENT_CHARS:
-        raise InvalidArgument(f"occurred={excerpt(text)} is not a date. {_OCCURRED_HELP}")
-    today = now.astimezone().date()
-    spoken = _SPOKEN_AGO.match(value)
-    days: int | None = None
-    if value in ("today", "now"):
-        days = 0
-    elif value == "yesterday":
-        days = 1
-    elif value in _SPOKEN_LAST:
-        days = _SPOKEN_LAST[value]
-    elif spoken:
-        count = 1 if spoken[1] in ("a", "an", "one") else int(spoken[1])
-        days = count * _UNIT_DAYS[spoken[2]]
+        raise InvalidArgument(f"occurred={excerpt(text)} is not a date. {_MOMENT_HELP}")
+    days = 0 if value == "now" else spoken_days_ago(value)
     try:
         if days is not None:
-            return (today - timedelta(days=days)).isoformat()
+            return (now.astimezone().date() - timedelta(days=days)).isoformat()
         if len(value) == 10:
             day = date.fromisoformat(value)
             moment = _local_midnight(day)
@@ -154,9 +163,7 @@ def resolve_occurred(text: str, now: datetime) -> str:
             day = None
             moment = parse_moment(text, now=now, name="occurred", end_of_day=False)
     except (InvalidArgument, OverflowError, ValueError):
-        raise InvalidArgument(
-            f"occurred={excerpt(text)} is not a date. {_OCCURRED_HELP}"
-        ) from None
+        raise InvalidArgument(f"occurred={excerpt(text)} is not a date. {_MOMENT_HELP}") from None
     if moment > now + timedelta(days=1):
         raise InvalidArgument(
             f"occurred={excerpt(text)} is in the future; give when it happened. "

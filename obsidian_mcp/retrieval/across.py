@@ -6,7 +6,7 @@ every line of the merged answer says its vault. A single vault's answer passes u
 A vault's scores are relative to its own best answer, so they cannot rank one vault's
 passages against another's: each vault's answer is weighed by how near its best passages
 are to the question in meaning (`answer_relevance`; every vault's index has vectors of the
-same model), and the vaults' file groups are merged by their weighed scores.
+same model), and the vaults' passages are merged by their weighed scores.
 """
 
 from collections.abc import Mapping, Sequence
@@ -17,7 +17,7 @@ import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.reading import SearchMap
-from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
+from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult, by_score
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.search import Retriever, packed_result
 
@@ -110,47 +110,44 @@ def _weights(names: Sequence[str], relevance: Mapping[str, float] | None) -> lis
     return [(max(relevance.get(name, 0.0), 0.0) / best) ** RELEVANCE_POWER for name in names]
 
 
-def _by_weight(lists: Sequence[Sequence[FileGroup]], weights: Sequence[float]) -> list[FileGroup]:
-    """The vaults' file groups as one list, each vault's in its own order: the next group
-    is the one whose best passage scores highest once weighed by its vault (a tie goes to
-    the vault named first)."""
-    taken = [0] * len(lists)
-    merged: list[FileGroup] = []
-    while True:
-        heads = [
-            (weights[i] * max(hit.score for hit in lists[i][taken[i]].passages), -i)
-            for i in range(len(lists))
-            if taken[i] < len(lists[i])
-        ]
-        if not heads:
-            return merged
-        chosen = -max(heads)[1]
-        merged.append(lists[chosen][taken[chosen]])
-        taken[chosen] += 1
+def _weighed(result: SearchResult, weight: float) -> list[PassageHit]:
+    """A vault's shown passages, best first, with their scores times the vault's weight."""
+    return by_score([replace(hit, score=hit.score * weight) for hit in shown_hits(result)])
 
 
 def merged_search(
-    named: Sequence[tuple[str, SearchResult]], relevance: Mapping[str, float] | None = None
+    named: Sequence[tuple[str, SearchResult]],
+    relevance: Mapping[str, float] | None = None,
+    *,
+    concise: bool = False,
 ) -> SearchResult:
     """The vaults' answers (by vault name) as one, within the limit and budget each was
-    asked for: their file groups merged by score weighed by each vault's `relevance`
-    (`answer_relevance`), packed again (`search.packed_result`)."""
+    asked for: their passages' scores weighed by each vault's `relevance`
+    (`answer_relevance`; the most relevant vault's keep theirs, so its best reads 1.00),
+    packed again by weighed score (`search.packed_result`). The best passage's vault says
+    how strong the match is."""
     results = [result for _, result in named]
     if len(results) == 1:
         return results[0]
     weights = _weights([name for name, _ in named], relevance)
-    groups = _by_weight([result.groups for result in results], weights)
-    hits: list[PassageHit] = [hit for group in groups for hit in group.passages]
+    weighed = [_weighed(result, weight) for result, weight in zip(results, weights, strict=True)]
+    # A stable sort: of equal weighed scores, the vault named first goes first.
+    hits = by_score([hit for hits in weighed for hit in hits])
+    groups = [group for result in results for group in result.groups]
     contexts: dict[str, FileContext] = {group.context.path: group.context for group in groups}
     matches = {group.context.path: group.matches for group in groups if group.matches is not None}
+    leading = max(
+        (i for i in range(len(results)) if weighed[i]), key=lambda i: weighed[i][0].score,
+        default=0,
+    )
     frame = replace(
-        results[0],
+        results[leading],
         source=_joined([result.source for result in results]),
         source_note="; ".join(f"{name}: {r.source_note}" for name, r in named if r.source_note),
         total_passages=sum(result.total_passages for result in results),
         total_files=sum(result.total_files for result in results),
     )
-    merged = packed_result(frame, hits, contexts, matches or None)
+    merged = packed_result(frame, hits, contexts, matches or None, concise=concise)
     # Passages the packing left out, then those each vault left out, as many as one names.
     left_out = [merged.over_budget, *(result.over_budget for result in results)]
     return replace(merged, over_budget=tuple(_in_turn(left_out, _most(left_out))))

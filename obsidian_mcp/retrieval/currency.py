@@ -195,7 +195,9 @@ def current_first(
     pick: PassagePick,
 ) -> list[tuple[int, float]]:
     """The ranking with each replaced passage preceded by a passage of each note that
-    replaced it (the newest first), unless one is already shown before it."""
+    replaced it (the newest first), unless one is already shown before it. The passage
+    that stands in scores at least what it replaces: replies order their notes by score,
+    and the current rule must not follow the old one."""
     by_path: dict[str, tuple[int, float]] = {}
     for chunk_id, score in ranked:
         by_path.setdefault(corpus.chunk(chunk_id).path, (chunk_id, score))
@@ -215,6 +217,7 @@ def current_first(
                 picked = pick(record) if record is not None else None
                 stand_in = None if picked is None else (picked, score)
             if stand_in is not None and stand_in[0] not in placed:
+                stand_in = (stand_in[0], max(stand_in[1], score))
                 out.append(stand_in)
                 placed.add(stand_in[0])
                 shown_paths.add(successor)

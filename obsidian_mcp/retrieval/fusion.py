@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from obsidian_mcp.retrieval.candidates import Candidates, DenseRanking
 from obsidian_mcp.retrieval.semantic import SemanticAnswer
+from obsidian_mcp.retrieval.strength import MatchStrength
 
 K = TypeVar("K", bound=Hashable)
 
@@ -90,6 +91,8 @@ class RankedPassages:
     ranked: list[tuple[int, float]]
     total: int
     whole_blocks: dict[int, tuple[int, int]]
+    # How good the best match is on an absolute scale (`strength`); set by the retriever.
+    strength: MatchStrength | None = None
 
     @property
     def top_score(self) -> float:

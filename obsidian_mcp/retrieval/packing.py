@@ -4,6 +4,7 @@
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from obsidian_mcp.retrieval.strength import MatchStrength
 from obsidian_mcp.text.snippets import sentence_spans
 from obsidian_mcp.text.tokens import estimate_tokens
 
@@ -50,6 +51,11 @@ class FileGroup:
     passages: tuple[PassageHit, ...]
     # Exact-search matches in the file (vault_smart_search); None for ranked search.
     matches: int | None = None
+
+    @property
+    def score(self) -> float:
+        """The group's best passage's score, what the groups are ordered by."""
+        return max((hit.score for hit in self.passages), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,26 +126,29 @@ def pack(
     return Packing(tuple(chosen), tuple(over), spent)
 
 
+def by_score(hits: Sequence[PassageHit]) -> list[PassageHit]:
+    """Best score first; hits of one score keep their order."""
+    return sorted(hits, key=lambda hit: -hit.score)
+
+
 def group_by_file(
     hits: Sequence[PassageHit],
     contexts: dict[str, FileContext],
     matches: dict[str, int] | None = None,
 ) -> list[FileGroup]:
-    """Groups in the order of each file's best passage; passages in reading order."""
-    order: list[str] = []
+    """Groups in the order of each file's best score, so the best passage leads (a model
+    reads the first group first); passages in reading order within a group. The hits'
+    own order decides which get in (fusion seats each ranking's best) and breaks ties."""
     by_path: dict[str, list[PassageHit]] = {}
-    for hit in hits:
-        if hit.path not in by_path:
-            order.append(hit.path)
-            by_path[hit.path] = []
-        by_path[hit.path].append(hit)
+    for hit in by_score(hits):
+        by_path.setdefault(hit.path, []).append(hit)
     return [
         FileGroup(
             contexts[path],
-            tuple(sorted(by_path[path], key=lambda h: h.start)),
+            tuple(sorted(found, key=lambda h: h.start)),
             matches.get(path) if matches is not None else None,
         )
-        for path in order
+        for path, found in by_path.items()
     ]
 
 
@@ -160,7 +169,19 @@ class SearchResult:
     total_passages: int
     total_files: int
     over_budget: tuple[PassageHit, ...]
+    # How good the best match is (ranked search; None for exact matches).
+    strength: MatchStrength | None = None
+
+    @property
+    def weak(self) -> bool:
+        """Whether even the best passage is only weakly about the question."""
+        return self.strength is not None and self.strength.weak and bool(self.groups)
 
     @property
     def shown(self) -> int:
         return sum(len(group.passages) for group in self.groups)
+
+    @property
+    def best(self) -> PassageHit | None:
+        """The best passage shown: the first of the first group's best score."""
+        return next(iter(by_score([h for g in self.groups for h in g.passages])), None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from obsidian_mcp.errors import NoteNotFound, VaultError
 from obsidian_mcp.paths import normalize_vault_path
+from obsidian_mcp.reading import read_named
 from obsidian_mcp.retrieval.corpus import NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.links import is_attachment_target
 from obsidian_mcp.retrieval.search import Retriever
@@ -83,8 +84,12 @@ async def _resolve_note(retriever: Retriever, raw_path: str) -> NoteRecord:
         record = retriever.corpus.record(candidate)
         if record is not None:
             return record
-    # Not in the corpus: reading it says why (a link out of the vault, a pipe, missing).
-    await retriever.vault.read_note(path)
+    # Not in the corpus: its name alone (`[[Rook]]`), or reading it says why not (a link
+    # out of the vault, a pipe, missing).
+    note = await read_named(retriever.vault, path)
+    record = retriever.corpus.record(note.path)
+    if record is not None:
+        return record
     raise NoteNotFound(path, await retriever.vault.closest_paths(path))
 
 

@@ -92,6 +92,29 @@ def group_cost(context: FileContext) -> int:
     return estimate_tokens(group_header(context, 10**6)) + 1
 
 
+def _concise_section(hit: PassageHit) -> str:
+    return " > ".join(hit.section) or "(top)"
+
+
+def concise_line(group: FileGroup) -> str:
+    """A group as concise=true shows it: path, title, best score, match count, sections."""
+    count = f" · {plural(group.matches, 'match', 'matches')}" if group.matches is not None else ""
+    sections = "; ".join(dict.fromkeys(_concise_section(hit) for hit in group.passages))
+    return (
+        f"- {group.context.path} ({group.context.title}) · score {group.score:.2f}{count} · "
+        f"{sections}"
+    )
+
+
+def concise_passage_cost(hit: PassageHit) -> int:
+    return estimate_tokens(_concise_section(hit) + "; ")
+
+
+def concise_group_cost(context: FileContext) -> int:
+    # Its line without sections, at its widest (a match count), plus its line break.
+    return estimate_tokens(concise_line(FileGroup(context, (), 10**6))) + 1
+
+
 def _continuation(result: SearchResult) -> str:
     args = [f"query={echo_argument(result.query)}", f"limit={result.limit * 2}"]
     if result.folder:
@@ -104,7 +127,7 @@ def next_calls(result: SearchResult) -> list[str]:
     calls: list[str] = []
     if result.total_passages > result.shown:
         calls.append(_continuation(result))
-    best = best_shown(result)
+    best = result.best
     if best is not None:
         calls.append(read_call(best.path, best.section))
     return calls
@@ -114,10 +137,6 @@ def _units(result: SearchResult, count: int) -> str:
     if result.source == "exact":
         return plural(count, "match", "matches")
     return plural(count, "passage")
-
-
-def best_shown(result: SearchResult) -> PassageHit | None:
-    return next((group.passages[0] for group in result.groups if group.passages), None)
 
 
 def footer(result: SearchResult) -> str:
@@ -173,9 +192,29 @@ def _first_line(result: SearchResult) -> str:
     return line
 
 
+def weak_match_line(result: SearchResult) -> str:
+    """What a reply says when even its best passage is only weakly about the question:
+    the scores are relative to that passage, so it reads 1.00 all the same."""
+    strength = result.strength
+    if strength is None:
+        return ""
+    if strength.measure == "meaning":
+        why = f"nothing here is close in meaning (best similarity {strength.value:.2f})"
+    else:
+        why = f"no passage holds its words (best {strength.value:.0%} of their weight)"
+    return (
+        f"weak match: {why}; the nearest passages follow, likely no answer: say so, or try "
+        "other words or vault_smart_search for exact names."
+    )
+
+
+def _head(result: SearchResult) -> list[str]:
+    return [_first_line(result), *([weak_match_line(result)] if result.weak else [])]
+
+
 def frame_tokens(result: SearchResult) -> int:
-    """What the response costs besides its file groups: first line, rule and footer."""
-    return estimate_tokens("\n".join([_first_line(result), "---", footer(result)])) + 2
+    """What the response costs besides its file groups: first lines, rule and footer."""
+    return estimate_tokens("\n".join([*_head(result), "---", footer(result)])) + 2
 
 
 def format_search(result: SearchResult, *, concise: bool = False) -> str:
@@ -183,19 +222,10 @@ def format_search(result: SearchResult, *, concise: bool = False) -> str:
         if result.over_budget:  # passages matched, but not even one fits max_tokens
             return "\n".join([_first_line(result), "---", footer(result)])
         return _first_line(result) + "\n" + _empty(result)
-    lines = [_first_line(result)]
+    lines = _head(result)
     for group in result.groups:
         if concise:
-            sections = "; ".join(" > ".join(h.section) or "(top)" for h in group.passages)
-            count = (
-                f" · {plural(group.matches, 'match', 'matches')}"
-                if group.matches is not None
-                else ""
-            )
-            lines.append(
-                f"- {group.context.path} ({group.context.title}) · score "
-                f"{group.passages[0].score:.2f}{count} · {sections}"
-            )
+            lines.append(concise_line(group))
             continue
         lines.append(group_header(group.context, group.matches))
         lines.extend(passage_block(hit) for hit in group.passages)
@@ -253,6 +283,7 @@ def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any
         "folder": result.folder,
         "source": result.source,
         "source_note": result.source_note,
+        "weak_match": result.weak,
         "shown": result.shown,
         "total_passages": result.total_passages,
         "total_files": result.total_files,
@@ -260,6 +291,11 @@ def search_data(result: SearchResult, *, concise: bool = False) -> dict[str, Any
         "left_out_for_budget": left_out,
         "next": next_calls(result),
     }
+    if result.strength is not None:
+        data["match_strength"] = {
+            "measure": result.strength.measure,
+            "value": round(result.strength.value, 2),
+        }
     # The packing measured the markdown; JSON spends more per passage (keys, escapes). The
     # passages that push it past the budget join the left-out list, the last first, and
     # the first always stays (the fuzzer found 15 passages at 1.5x a 573-token budget).

@@ -44,7 +44,7 @@ def format_related(related: Related, *, concise: bool = False) -> str:
         lines.append(f"## {name} ({total}{more})")
         lines.extend(_neighbour_line(n, concise) for n in neighbours)
     if related.attachments:
-        lines.append(f"({related.attachments} links to attachments not listed)")
+        lines.append(f"({plural(related.attachments, 'link')} to attachments not listed)")
     lines.append(f"## similar, not linked (by {related.similar_source})")
     lines.extend(_neighbour_line(n, concise) for n in related.similar)
     if not related.similar:
@@ -92,8 +92,8 @@ def format_quick_context(context: QuickContext) -> str:
     label = source_text(context.source)
     lines = [
         f"# {clip(context.topic, QUERY_ECHO_CHARS)}",
-        f"summary: found in {context.passages_found} passages across {context.files_found} "
-        f"notes ({label}).",
+        f"summary: found in {plural(context.passages_found, 'passage')} across "
+        f"{plural(context.files_found, 'note')} ({label}).",
     ]
     if context.main_files:
         lines.append("## main notes")

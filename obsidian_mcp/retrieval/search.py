@@ -46,12 +46,21 @@ from obsidian_mcp.retrieval.packing import (
     FileContext,
     PassageHit,
     SearchResult,
+    by_score,
     group_by_file,
     pack,
 )
-from obsidian_mcp.retrieval.render import format_search, frame_tokens, group_cost, passage_cost
+from obsidian_mcp.retrieval.render import (
+    concise_group_cost,
+    concise_passage_cost,
+    format_search,
+    frame_tokens,
+    group_cost,
+    passage_cost,
+)
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.retrieval.stages import Stages
+from obsidian_mcp.retrieval.strength import MatchStrength, match_strength
 from obsidian_mcp.text.markdown import gist
 from obsidian_mcp.text.snippets import snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -97,9 +106,12 @@ def packed_result(
     hits: Sequence[PassageHit],
     contexts: dict[str, FileContext],
     matches: dict[str, int] | None = None,
+    *,
+    concise: bool = False,
 ) -> SearchResult:
     """The best of `hits` (best first) that fit `frame`'s limit and budget, grouped by note
-    under `frame`'s first line and totals; a hit whose note has no context is left out."""
+    under `frame`'s first line and totals, at what each costs as it will be shown
+    (`concise`: a line per note, no text); a hit whose note has no context is left out."""
     candidates = [hit for hit in hits if hit.path in contexts]
     budget = frame.max_tokens
 
@@ -110,7 +122,7 @@ def packed_result(
             groups=tuple(groups),
             total_passages=max(frame.total_passages, len(chosen)),
             total_files=max(frame.total_files, len(groups)),
-            over_budget=tuple(over[:_OVER_BUDGET_NAMED]),
+            over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
         )
 
     # The first line and footer are paid for first, at their longest (three passages
@@ -120,12 +132,12 @@ def packed_result(
         candidates,
         limit=frame.limit,
         budget=max(budget - spent, 0),
-        passage_cost=passage_cost,
-        group_cost=lambda path: group_cost(contexts[path]),
+        passage_cost=concise_passage_cost if concise else passage_cost,
+        group_cost=lambda path: (concise_group_cost if concise else group_cost)(contexts[path]),
     )
     chosen = list(packing.chosen)
     result = build(chosen, packing.over_budget)
-    while chosen and estimate_tokens(format_search(result)) > budget:
+    while chosen and estimate_tokens(format_search(result, concise=concise)) > budget:
         # Estimates of the frame can be off by a few tokens; the budget is a promise.
         chosen.pop()
         result = build(chosen, packing.over_budget)
@@ -234,7 +246,9 @@ class Retriever:
             done += count
             if progress is not None:
                 report = progress  # narrowed for the closure below
-                message = f"embedded {done:,} of {total:,} passages"
+                # A long passage is embedded as several windows of its sentences
+                # (`corpus.embedding_texts`): what is counted here is windows.
+                message = f"embedded {done:,} of {total:,} passage windows"
 
                 async def notify() -> None:
                     await report(done, total, message)
@@ -305,6 +319,12 @@ class Retriever:
             report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
+        index = self.corpus.index
+        own_terms = [(t, index.idf(t)) for t in dict.fromkeys(query_terms(query))]
+        found = replace(
+            found,
+            strength=match_strength(self.corpus, candidates, self.candidates.vectors, own_terms),
+        )
         waited = anyio.current_time() - gathering
         if meaning_wait and waited >= _WAIT_WORTH_SAYING_SECONDS:
             built = f"waited {waited:.0f} s for the meaning index: first question only"
@@ -327,6 +347,7 @@ class Retriever:
         folder: str = "",
         max_tokens: int | None = None,
         include_context: bool = True,
+        concise: bool = False,
         progress: ProgressCallback | None = None,
     ) -> SearchResult:
         if not query.strip():
@@ -360,6 +381,8 @@ class Retriever:
             include_context=include_context,
             total_passages=found.total,
             total_files=len({self.corpus.chunk(c).path for c, _ in found.ranked}),
+            strength=found.strength,
+            concise=concise,
         )
 
     def _richest_passage(
@@ -393,8 +416,11 @@ class Retriever:
         total_passages: int,
         total_files: int,
         matches: dict[str, int] | None = None,
+        strength: MatchStrength | None = None,
+        concise: bool = False,
     ) -> SearchResult:
-        """Stage 4, packing: the best passages that fit the budget, grouped by note."""
+        """Stage 4, packing: the best passages that fit the budget, grouped by note, at what
+        each costs as it will be shown (`concise`: a line per note, no text)."""
         contexts: dict[str, FileContext] = {}
         for path in dict.fromkeys(hit.path for hit in hits):
             record = self.corpus.record(path)
@@ -417,10 +443,12 @@ class Retriever:
                 total_passages=total_passages,
                 total_files=total_files,
                 over_budget=(),
+                strength=strength,
             ),
             hits,
             contexts,
             matches,
+            concise=concise,
         )
 
     # -- exact search ----------------------------------------------------------------------
@@ -478,6 +506,7 @@ class Retriever:
         snippet_length: int,
         folder: str = "",
         max_tokens: int | None = None,
+        concise: bool = False,
         progress: ProgressCallback | None = None,
     ) -> SearchResult:
         needles = parse_needles(query)
@@ -524,4 +553,5 @@ class Retriever:
             total_passages=sum(matches.values()),
             total_files=len(found),
             matches=matches,
+            concise=concise,
         )

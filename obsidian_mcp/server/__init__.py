@@ -15,6 +15,7 @@ from obsidian_mcp.server.memory_tools import register_memory_tools
 from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
 from obsidian_mcp.server.status import register_status_resource
+from obsidian_mcp.usage.log import usage_recorder
 from obsidian_mcp.vault_set import VaultConfigError, VaultSet, configured_vaults
 
 # The tool-selection guide, the one place it is written, by family in the order an agent
@@ -88,6 +89,7 @@ def build_server(
         instructions=server_instructions(settings.families, vaults),
         lifespan=lifespan,
         several_vaults=vaults is not None and vaults.several,
+        usage=usage_recorder(settings),
     )
     register_read_tools(mcp)
     register_search_tools(mcp)

@@ -5,24 +5,46 @@ The SDK reports an argument that fails validation with pydantic's full dump (cla
 a documentation URL) and a crash with a bare "Error executing tool X", and it drops an
 argument the tool does not take without a word (`limt=3` ran with the default limit).
 All three are turned here, in one place for every tool, into one sentence that says what
-to change or try.
+to change or try. Every call passes the same place on its way out, which is where the
+usage log (`obsidian_mcp.usage`, when OBSIDIAN_USAGE_LOG is on) records it.
 """
 
 import difflib
 import inspect
+import json
 import logging
+import time
+import types
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, cast
+from datetime import UTC, datetime
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
+import anyio
+from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.types import (
+    INVALID_PARAMS,
+    SERVER_INFO_META_KEY,
+    CallToolResult,
+    GetPromptResult,
+    Icon,
+    InputRequiredResult,
+    ListToolsResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from obsidian_mcp.limits import excerpt, lone_surrogate_at
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.stdio import SurrogateTolerantReader, stdio_server
+from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.usage.facts import CallFacts, collecting
+from obsidian_mcp.usage.log import UsageRecorder
+from obsidian_mcp.usage.record import UNKNOWN_TOOL, ToolCall
 from obsidian_mcp.validation import Schema, describe_invalid_arguments
 
 logger = logging.getLogger(__name__)
@@ -166,6 +188,14 @@ def unknown_arguments(tool: str, unknown: Sequence[str], known: Sequence[str]) -
     return f"{tool} has no {noun} {shown}; {takes}"
 
 
+def unknown_tool(name: str, tools: Sequence[str]) -> str:
+    """The refusal of a tool this server does not have, with the closest name and the list
+    (a client may have cached an old list, or the model misspelt one)."""
+    guess = difflib.get_close_matches(name, tools, n=1)
+    maybe = f" (did you mean {guess[0]!r}?)" if guess else ""
+    return f"No tool named {excerpt(name)}{maybe}; the tools are: {', '.join(tools)}."
+
+
 def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
     """The first argument holding a lone surrogate, named as the model wrote it."""
 
@@ -185,6 +215,40 @@ def _lone_surrogate(arguments: dict[str, Any]) -> str | None:
     return next((hit for key, value in arguments.items() if (hit := find(value, key))), None)
 
 
+class ArgumentsRefused(ToolError):
+    """Arguments refused before the tool ran; `kind` names why, for the usage log."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def error_kind(exc: BaseException) -> str:
+    """What kind of failure a tool call ended in, as the usage log counts them: the
+    domain's own error class (NoteNotFound, ObsidianUnreachable...) where there is one."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__
+    if isinstance(exc, ArgumentsRefused):
+        return exc.kind
+    if any(isinstance(link, UnexpectedToolError) for link in chain):
+        return "internal_error"
+    if any(isinstance(link, ValidationError) for link in chain):
+        return "invalid_arguments"
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    return type(chain[-1]).__name__ if len(chain) > 1 else "tool_error"
+
+
+def reply_text(result: CallToolResult | InputRequiredResult) -> str:
+    """The text the model reads of a tool's result."""
+    if not isinstance(result, CallToolResult):
+        return ""
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
 def crash_message(tool: str, cause: BaseException | None) -> str:
     kind = type(cause).__name__ if cause is not None else "unknown"
     return (
@@ -195,6 +259,44 @@ def crash_message(tool: str, cause: BaseException | None) -> str:
     )
 
 
+def is_text(annotation: object) -> bool:
+    """Whether a parameter takes text and nothing a JSON string could stand for: `str`,
+    optional or not, or a choice of words (`Literal["markdown", "json"]`)."""
+    if annotation is str or annotation is type(None):
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return all(isinstance(value, str) for value in get_args(annotation))
+    if origin is Union or origin is types.UnionType:
+        return all(is_text(option) for option in get_args(annotation))
+    return False
+
+
+class TextAsSent(FuncMetadata):
+    """A tool's argument handling with the SDK's JSON pre-parsing left to the parameters
+    that are not text: a text parameter receives the characters the client sent ("null",
+    "true", '["a", "b"]' included); a list parameter still accepts a JSON string (Claude
+    Desktop sends lists that way)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        fields = self.arg_model.model_fields
+        text = {
+            key
+            for name, info in fields.items()
+            if is_text(info.annotation)
+            for key in (name, info.alias)
+            if key is not None
+        }
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
+        return {key: data[key] if key in text else parsed[key] for key in data}
+
+    @classmethod
+    def of(cls, metadata: FuncMetadata) -> "TextAsSent":
+        """The same metadata (argument model, output schema) with text delivered as sent.
+        Every field is carried over: `FuncMetadata.model_fields` is what the SDK defines."""
+        return cls(**{name: getattr(metadata, name) for name in FuncMetadata.model_fields})
+
+
 class VaultServer(MCPServer[AppState]):
     """MCPServer whose failed calls always end with a sentence the model can act on, and
     whose tool definitions carry nothing a client could do without: descriptions are
@@ -203,11 +305,20 @@ class VaultServer(MCPServer[AppState]):
     `compact_annotations`). Clients send the definitions with every request, so each
     character is paid for many times in every session."""
 
-    def __init__(self, *args: Any, several_vaults: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        several_vaults: bool = False,
+        usage: UsageRecorder | None = None,
+        **kwargs: Any,
+    ) -> None:
         # Each tool's schema with every bound, for the messages of refused arguments.
         self._schemas: dict[str, Schema] = {}
         # Whether tools list their `vault` argument: only with more than one vault to name.
         self._several_vaults = several_vaults
+        # The usage log (None: off), and the tool list's tokens it puts on each line.
+        self._usage = usage
+        self._definitions_tokens: int | None = None
         super().__init__(*args, **kwargs)
 
     def add_tool(  # the SDK's signature; the definition it registers is compacted
@@ -233,6 +344,7 @@ class VaultServer(MCPServer[AppState]):
         )
         tool = self._tool_manager.get_tool(name or fn.__name__)
         if tool is not None:
+            tool.fn_metadata = TextAsSent.of(tool.fn_metadata)
             compact = compact_schema(tool.parameters)
             if not self._several_vaults:
                 # One vault: the argument is not listed, and refused like any unknown one.
@@ -246,6 +358,7 @@ class VaultServer(MCPServer[AppState]):
         for tool in self._tool_manager.list_tools():
             if tool.name not in names:
                 self.remove_tool(tool.name)
+                del self._schemas[tool.name]
 
     async def run_stdio_async(self) -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -260,20 +373,98 @@ class VaultServer(MCPServer[AppState]):
         included; {} for a tool it does not have."""
         return self._schemas.get(name, {})
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt, or a refusal that says what to send: the SDK answers a missing argument
+        with "Missing required arguments: {'work'}" and an unknown prompt by its name alone."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = [p.name for p in self._prompt_manager.list_prompts()]
+            raise MCPError(INVALID_PARAMS, f"No prompt named {excerpt(name)}; the prompts: "
+                           + ", ".join(known) + ".")
+        missing = [
+            argument
+            for argument in prompt.arguments or []
+            if argument.required and argument.name not in (arguments or {})
+        ]
+        if missing:
+            needs = "; ".join(
+                f"{argument.name} ({(argument.description or 'text').rstrip('.')})"
+                for argument in missing
+            )
+            raise MCPError(
+                INVALID_PARAMS,
+                f"The prompt {name} needs {needs}. Send it in the arguments of prompts/get.",
+            )
+        return await super().get_prompt(name, arguments, context)
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        """Every tool call passes here: the one place the usage log hears of them."""
+        usage = self._usage
+        if usage is None:
+            return await self._checked_call(name, arguments, context)
+        definitions = await self._definitions()
+        started, clock = datetime.now(UTC), time.perf_counter()
+
+        def log(facts: CallFacts, reply: str, error: str | None) -> None:
+            known = self._tool_manager.get_tool(name) is not None
+            parameters = self.full_schema(name).get("properties", {})
+            usage.record(
+                ToolCall(
+                    tool=name if known else UNKNOWN_TOOL,
+                    arguments=arguments,
+                    parameters=cast(dict[str, Schema], parameters),
+                    started=started,
+                    seconds=time.perf_counter() - clock,
+                    reply=reply,
+                    error=error if known or error is None else "unknown_tool",
+                    facts=facts,
+                    definitions_tokens=definitions,
+                )
+            )
+
+        with collecting() as facts:
+            try:
+                result = await self._checked_call(name, arguments, context)
+            except BaseException as exc:
+                log(facts, str(exc), error_kind(exc))
+                raise
+        failed = isinstance(result, CallToolResult) and result.is_error
+        log(facts, reply_text(result), "tool_error" if failed else None)
+        return result
+
+    async def _definitions(self) -> int:
+        """Tokens of the tool list and instructions a client sends with every request,
+        counted as `bench.definitions` counts them (once: the list is fixed at build). The
+        list is the one a current client receives, the SDK's server-identity stamp included."""
+        if self._definitions_tokens is None:
+            stamp = {SERVER_INFO_META_KEY: self._lowlevel_server.server_info_stamp}
+            listed = ListToolsResult(tools=await self.list_tools(), _meta=stamp)
+            dumped = listed.model_dump(by_alias=True, mode="json", exclude_none=True)
+            characters = json.dumps(dumped) + (self.instructions or "")
+            self._definitions_tokens = estimate_tokens(characters)
+        return self._definitions_tokens
+
+    async def _checked_call(
+        self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
+    ) -> CallToolResult | InputRequiredResult:
         schema = self.full_schema(name)
+        if not schema:
+            raise ToolError(unknown_tool(name, sorted(self._schemas)))
         known = list(cast(Schema, schema.get("properties", {})))
         unknown = [key for key in arguments if key not in known]
         if schema and unknown:
-            raise ToolError(unknown_arguments(name, unknown, known))
+            raise ArgumentsRefused(unknown_arguments(name, unknown, known), "unknown_arguments")
         surrogate_in = _lone_surrogate(arguments)
         if surrogate_in is not None:
-            raise ToolError(
+            raise ArgumentsRefused(
                 f"{surrogate_in} contains half of a UTF-16 surrogate pair (a lone \\ud800-"
                 "\\udfff), which is not text; remove it, or send the whole character it was "
-                "part of."
+                "part of.",
+                "invalid_arguments",
             )
         try:
             return await super().call_tool(name, arguments, context)

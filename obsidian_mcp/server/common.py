@@ -11,7 +11,7 @@ import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from obsidian_mcp.errors import (
     FileSystemFailure,
@@ -24,6 +24,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.qualified import qualified, qualify, split_qualified
 from obsidian_mcp.server.app import AppState, ServedVault, VaultServices
+from obsidian_mcp.usage.facts import vaults_used
 from obsidian_mcp.vault_set import MAX_NAME_CHARS
 
 READ_ONLY = ToolAnnotations(
@@ -49,6 +50,15 @@ R = TypeVar("R")
 
 # The memory tools' calls that memory replies suggest (`memory.render`).
 _MEMORY_CALL = re.compile(r"\bvault_(?:recall|forget|remember)\(")
+
+def _one_as_list(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+# On a list parameter, after its Field (else pydantic lists the bound as maxLength): one
+# text given alone is the list of it (`tags="debt"` is `tags=["debt"]`, what the model
+# meant); the schema still says list.
+OneOrMore = BeforeValidator(_one_as_list)
 
 
 def app_state(ctx: Context[AppState]) -> AppState:
@@ -165,6 +175,8 @@ async def vault_call(
         state = app_state(ctx)
         served, bare = _vault_named(state, vault, path)
         call = _call(state, served or state.served(), bare)
+        if call.several:
+            vaults_used([call.name])
         try:
             with _failures_in(call):
                 yield call
@@ -201,6 +213,8 @@ async def search_every_vault(
         served, bare = _vault_named(state, vault, folder)
         if served is not None:
             call = _call(state, served, bare)
+            if call.several:
+                vaults_used([call.name])
             with _failures_in(call):
                 return Searched([(call, await search(call))], [])
     found: dict[str, R] = {}
@@ -223,6 +237,7 @@ async def search_every_vault(
                 continue
             calls.append(call)
             group.start_soon(run, call)
+    vaults_used(call.name for call in calls)
     if not found:
         with tool_errors():
             raise next(iter(failures.values()))

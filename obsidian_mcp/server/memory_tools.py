@@ -1,6 +1,7 @@
 """Memory tools (remember, recall, forget), the recent-memories resource, and the two
 handover prompts. Arguments are parsed here; the work is in `obsidian_mcp.memory`."""
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.server import MCPServer
@@ -22,16 +23,19 @@ from obsidian_mcp.memory.model import (
 from obsidian_mcp.memory.render import (
     format_memory,
     recall_data,
+    render_forgotten,
     render_overview,
     render_recall,
     render_remembered,
 )
 from obsidian_mcp.memory.store import MAX_RECALL_LIMIT
 from obsidian_mcp.memory.timespec import TimeRange
+from obsidian_mcp.paths import note_name
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     READ_ONLY,
     MaxTokens,
+    OneOrMore,
     OutputFormat,
     VaultName,
     app_state,
@@ -39,6 +43,7 @@ from obsidian_mcp.server.common import (
     to_json,
     vault_call,
 )
+from obsidian_mcp.usage.facts import returned
 
 # Writes one line to the agent's own memory file and never touches notes. Idempotent: the
 # same content with the same tags is stored once, and a repeat returns the same id.
@@ -62,6 +67,7 @@ Tags = Annotated[
         max_length=MAX_TAGS,
         description="1-3 labels to recall it by; reuse known ones.",
     ),
+    OneOrMore,
 ]
 Kind = Annotated[
     str | None,
@@ -69,6 +75,28 @@ Kind = Annotated[
 ]
 Moment = Annotated[str | None, Field(max_length=MAX_MOMENT_CHARS)]
 MemoryId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+
+
+# Where the handover prompt writes when the vault has no handover note yet.
+DEFAULT_HANDOVER = "Handover.md"
+
+
+def handover_note(paths: Sequence[str]) -> str:
+    """The vault's handover note: the one named "Handover", else the living one among
+    several ("Handover (living)", edited in place while dated copies pile up), else the
+    last by name (of dated ones, the newest); never a template. DEFAULT_HANDOVER when the
+    vault has none."""
+    found = [
+        path
+        for path in paths
+        if "handover" in note_name(path).lower() and "template" not in path.lower()
+    ]
+
+    def rank(path: str) -> tuple[bool, bool, str]:
+        name = note_name(path).lower()
+        return (name == "handover", "living" in name, name)
+
+    return max(found, key=rank, default=DEFAULT_HANDOVER)
 
 
 def register_memory_tools(mcp: MCPServer[AppState]) -> None:
@@ -98,6 +126,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         supersedes: Annotated[
             list[MemoryId] | None,
             Field(max_length=MAX_SUPERSEDES, description="Ids this fact replaces."),
+            OneOrMore,
         ] = None,
         scope: Annotated[
             str | None,
@@ -137,6 +166,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 max_length=MAX_FILTER_TAGS,
                 description="Any of these.",
             ),
+            OneOrMore,
         ] = None,
         query: Annotated[
             str | None,
@@ -186,6 +216,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 scope=scope,
                 include_superseded=include_superseded,
             )
+        returned(recall)
         budget = max_tokens or state.settings.max_tokens
         if format == "json":
             return to_json(recall_data(recall, budget))
@@ -203,8 +234,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         """Retire a wrong memory (a changed fact: remember it anew with supersedes)."""
         async with vault_call(ctx, vault) as call:
             memory_store = call.services.memory
-            memory = await memory_store.forget(id)
-        return "Forgot:\n" + format_memory(memory, memory_store.now())
+            forgotten = await memory_store.forget(id)
+        return render_forgotten(forgotten, memory_store.now())
 
     @mcp.resource(
         "obsidian://memory/recent{?limit}",
@@ -230,14 +261,19 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
     async def handover(
         ctx: Context[AppState],
         task: Annotated[str, Field(description="The task in progress and where it stands.")],
-        note: Annotated[str, Field(description="Vault path of the handover note.")] = "handover.md",
+        note: Annotated[
+            str | None,
+            Field(description="Vault path of the handover note (default: the vault's own)."),
+        ] = None,
     ) -> str:
-        memory_store = app_state(ctx).require().memory
+        services = app_state(ctx).require()
+        memory_store = services.memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)
         now = memory_store.now()
         recent = "\n".join(format_memory(m, now) for m in memories) or "(no memories yet)"
+        path = note or handover_note(list(await services.vault.note_stats()))
         return f"""\
-Update the handover note {note!r} so that the next session can resume this work without \
+Update the handover note {path!r} so that the next session can resume this work without \
 asking anything.
 
 Current task: {task}
@@ -246,12 +282,14 @@ Recent memories (newest first):
 {recent}
 
 Steps:
-1. Read the current note with vault_read_note(path={note!r}) if it exists.
+1. Read the current note with vault_read_note(path={path!r}); its reply gives the version.
 2. Rewrite it with these sections: Goal; Done (with what was decided and why); In progress \
 (the exact next step); Open questions; Pointers (note paths, memory ids, tags to recall). \
 Keep it under 400 words; drop what is finished and no longer needed.
-3. Save it with your file-writing tool. If you have none, append it with \
-vault_scratch_append and say so.
+3. Save it with vault_edit_note(path={path!r}, ...): each changed section with \
+operation="replace", target=<its heading>, content=<its new text>, version=<from the read> \
+(create_target=true adds a missing section). If the note does not exist, \
+operation="create" with the whole text.
 4. For each decision or fact above that is not yet a memory, call vault_remember \
 (tags: the project and topic; context: why it matters)."""
 

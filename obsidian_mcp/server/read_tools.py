@@ -38,6 +38,7 @@ from obsidian_mcp.server.common import (
     vault_call,
 )
 from obsidian_mcp.text.wording import plural
+from obsidian_mcp.usage.facts import returned
 
 NotePath = Annotated[
     str,
@@ -55,15 +56,17 @@ def _quote(value: str) -> str:
 
 def format_window(window: NoteWindow) -> str:
     tags = f" · tags: {', '.join(window.tags)}" if window.tags else ""
+    modified = f" · modified {window.modified}" if window.modified else ""
     header = (
         f"{window.path} · [[{note_name(window.path)}]] · {window.note_tokens:,} tokens"
-        f"{tags} · modified {window.modified}"
+        f"{tags}{modified}"
     )
     scope = f"section: {window.section} · " if window.section else ""
+    # A PDF's text is the server's extraction, not the file: said so, and nothing to edit.
+    origin = window.extracted or f"version {window.version}"
     lines = [
         header,
-        f"{scope}chars {window.offset}-{window.end} of {window.total_chars} · version "
-        f"{window.version}",
+        f"{scope}chars {window.offset:,}-{window.end:,} of {window.total_chars:,} · {origin}",
         "",
     ]
     lines.append(window.text)
@@ -71,7 +74,7 @@ def format_window(window: NoteWindow) -> str:
         heading = f", heading={_quote(window.section)}" if window.section else ""
         lines.append("")
         lines.append(
-            f"[cut at char {window.end} of {window.total_chars}; continue with "
+            f"[cut at char {window.end:,} of {window.total_chars:,}; continue with "
             f"vault_read_note(path={_quote(window.path)}{heading}, offset={window.next_offset})]"
         )
     return "\n".join(lines)
@@ -83,8 +86,11 @@ def format_outline(outline: NoteOutline) -> str:
         facts.append("tags: " + ", ".join(outline.tags))
     if outline.aliases:
         facts.append("aliases: " + ", ".join(outline.aliases))
-    facts.append(f"{outline.links} links ({outline.unresolved_links} unresolved)")
-    facts.append(f"version {outline.version}")
+    if outline.extracted:
+        facts.append(outline.extracted)
+    else:
+        facts.append(f"{plural(outline.links, 'link')} ({outline.unresolved_links:,} unresolved)")
+        facts.append(f"version {outline.version}")
     lines = [f"# {outline.title} ({outline.path})", " · ".join(facts)]
     if outline.frontmatter_error:
         lines.append(f"frontmatter could not be parsed: {outline.frontmatter_error}")
@@ -92,6 +98,9 @@ def format_outline(outline: NoteOutline) -> str:
         lines.append("frontmatter: " + ", ".join(outline.frontmatter_keys))
     if outline.gist:
         lines.append(f"gist (summary): {outline.gist}")
+    if outline.extracted:
+        lines.append(f"next: vault_read_note(path={_quote(outline.path)}) reads its text")
+        return "\n".join(lines)
     if outline.outline:
         lines.append("outline (tokens to read each section with its subsections):")
         lines.extend(
@@ -121,9 +130,9 @@ def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> 
     folders = sorted(node.folders.values(), key=lambda f: f.name.lower())
     shown_folders = _shown_count(len(folders))
     for child in folders[:shown_folders]:
-        counts = f"{child.note_count} notes"
+        counts = plural(child.note_count, "note")
         if child.attachment_count:
-            counts += f", {child.attachment_count} attachments"
+            counts += ", " + plural(child.attachment_count, "attachment")
         if not child.note_count and not child.attachment_count and not child.folders:
             counts = "empty"
         lines.append(f"{pad}{child.name}/ ({counts})")
@@ -145,8 +154,8 @@ def _tree_lines(node: FolderNode, depth: int, indent: int, lines: list[str]) -> 
 def format_tree(node: FolderNode, depth: int) -> str:
     where = node.path + "/" if node.path else "vault root"
     lines = [
-        f"{where}: {node.note_count} notes, {node.folder_count} folders, "
-        f"{node.attachment_count} attachments (to depth {depth})"
+        f"{where}: {plural(node.note_count, 'note')}, {plural(node.folder_count, 'folder')}, "
+        f"{plural(node.attachment_count, 'attachment')} (to depth {depth})"
     ]
     _tree_lines(node, depth, 0, lines)
     return "\n".join(lines)
@@ -176,13 +185,13 @@ def format_search_map(result: SearchMap) -> str:
             "other words, or vault_semantic_query for meaning rather than exact words."
         )
     lines = [
-        f"{result.total_matches} matches of {echo(result.query)} in {result.total_files} "
-        f"files {where}:"
+        f"{plural(result.total_matches, 'match', 'matches')} of {echo(result.query)} in "
+        f"{plural(result.total_files, 'file')} {where}:"
     ]
     for row in result.rows:
         name = row.path + "/" if row.is_folder else row.path
-        files = f" in {row.files} files" if row.is_folder else ""
-        lines.append(f"- {name}: {row.matches} matches{files}")
+        files = f" in {plural(row.files, 'file')}" if row.is_folder else ""
+        lines.append(f"- {name}: {plural(row.matches, 'match', 'matches')}{files}")
     top = result.rows[0]
     step = (
         f"vault_search_map(query={echo_argument(result.query)}, folder={_quote(top.path)})"
@@ -202,7 +211,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_HEADING_CHARS,
-                description="Only this section ('A > B').",
+                description="This section ('A > B') or block ('^id').",
             ),
         ] = None,
         offset: Annotated[
@@ -226,6 +235,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
                 max_chars=max_chars or app_state(ctx).settings.read_max_chars,
             )
         window = call.shown(window)
+        returned(window)
         return to_json(window) if format == "json" else format_window(window)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
@@ -235,10 +245,11 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         format: OutputFormat = "markdown",
         vault: VaultName = None,
     ) -> str:
-        """A note's outline without text: title, tags, size, frontmatter keys, gist, headings
-        with each section's tokens."""
+        """A note's outline, no text: title, tags, size, frontmatter keys, gist, headings with
+        their tokens."""
         async with vault_call(ctx, vault, path) as call:
             outline = call.shown(await reading.peek_note(call.services.vault, call.path))
+        returned(outline)
         return to_json(outline) if format == "json" else format_outline(outline)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
@@ -275,8 +286,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         format: OutputFormat = "markdown",
         vault: VaultName = None,
     ) -> str:
-        """Where exact words are concentrated: match counts per folder and file under
-        folder, no text."""
+        """Where exact words cluster: match counts per folder and file, no text."""
         searched = await search_every_vault(
             ctx,
             vault,
@@ -284,6 +294,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             lambda call: reading.search_map(call.services.vault, query, call.path),
         )
         result = merged_map(results_of(searched.found))
+        returned(result)
         return searched.notes + (to_json(result) if format == "json" else format_search_map(result))
 
     @mcp.tool(annotations=APPEND_ONLY, structured_output=False)

@@ -37,6 +37,7 @@ from obsidian_mcp.server.common import (
     to_json,
     vault_call,
 )
+from obsidian_mcp.usage.facts import returned
 
 
 def json_quick_context(context: QuickContext) -> str:
@@ -70,7 +71,9 @@ async def _render_search(
     result = merged_search(
         [(call.name, call.shown(found)) for call, found in searched.found],
         await _relevance(query, searched),
+        concise=concise,
     )
+    returned(result)
     if format == "json":
         return searched.notes + to_json(search_data(result, concise=concise))
     return searched.notes + format_search(result, concise=concise)
@@ -116,6 +119,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 folder=call.path,
                 max_tokens=max_tokens,
                 include_context=include_context,
+                concise=concise,
                 progress=_progress(ctx),
             ),
         )
@@ -154,6 +158,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 snippet_length=snippet_length,
                 folder=call.path,
                 max_tokens=max_tokens,
+                concise=concise,
                 progress=_progress(ctx),
             ),
         )
@@ -180,6 +185,7 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 call.services.retriever, call.path, limit=limit, progress=_progress(ctx)
             )
         related = call.shown(related)
+        returned(related)
         if format == "json":
             return to_json(related_data(related, concise=concise))
         return format_related(related, concise=concise)
@@ -213,7 +219,9 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             [(call.name, call.shown(found)) for call, found in searched.found],
             await _relevance(topic, searched),
         )
+        render = json_quick_context if format == "json" else format_quick_context
+        shown = within_budget(context, render)
+        returned(shown)
         if format == "json":
-            shown = quick_context_data(within_budget(context, json_quick_context))
-            return searched.notes + to_json(shown)
-        return searched.notes + format_quick_context(within_budget(context, format_quick_context))
+            return searched.notes + to_json(quick_context_data(shown))
+        return searched.notes + format_quick_context(shown)

@@ -31,6 +31,15 @@ class NoteData:
 
 
 @dataclass(frozen=True, slots=True)
+class FileBytes:
+    """A file's bytes as stored (an attachment: a PDF, an image)."""
+
+    path: str
+    data: bytes
+    stat: FileStat
+
+
+@dataclass(frozen=True, slots=True)
 class TextMatch:
     start: int
     end: int
@@ -78,6 +87,10 @@ class Source(Protocol):
 
     async def read_note(self, path: str) -> NoteData:
         """The note as text; raises NoteNotFound, IsAFolder or NotText."""
+        ...
+
+    async def read_bytes(self, path: str) -> FileBytes:
+        """Any file's bytes as stored; raises NoteNotFound or IsAFolder."""
         ...
 
     async def write(self, path: str, content: str) -> None:

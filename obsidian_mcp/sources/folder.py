@@ -28,7 +28,7 @@ from obsidian_mcp.errors import (
 )
 from obsidian_mcp.paths import is_hidden, is_markdown
 from obsidian_mcp.sources import swap
-from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
+from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
 
 # Enough of a file's head to tell text from binary: NUL bytes do not occur in text notes.
 _SNIFF_BYTES = 8192
@@ -221,7 +221,9 @@ class FolderSource:
             raise NoteNotFound(path)
         return self._read_text(path, self._resolve(path))
 
-    def _read_text(self, path: str, target: Path) -> NoteData:
+    @staticmethod
+    def _file_stat(path: str, target: Path) -> os.stat_result:
+        """The stat of a regular file to read; refusals for anything else."""
         try:
             st = target.stat()
         except (FileNotFoundError, NotADirectoryError):
@@ -234,20 +236,28 @@ class FolderSource:
         if not stat.S_ISREG(st.st_mode):
             # Opening a pipe for reading waits for a writer: never open what is not a file.
             raise _not_a_file(path)
+        return st
+
+    @staticmethod
+    def _file_bytes(path: str, target: Path) -> bytes:
+        try:
+            return target.read_bytes()
+        except FileNotFoundError:
+            raise NoteNotFound(path) from None
+        except PermissionError:
+            raise NotReadable(
+                path,
+                "permission denied",
+                "give the server's user read access to it, or read another note.",
+            ) from None
+        except OSError as exc:  # anything else the filesystem refuses
+            raise FileSystemFailure(path, "read", exc) from exc
+
+    def _read_text(self, path: str, target: Path) -> NoteData:
+        st = self._file_stat(path, target)
         cached = self._texts.get(path)
         if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
-            try:
-                data = target.read_bytes()
-            except FileNotFoundError:
-                raise NoteNotFound(path) from None
-            except PermissionError:
-                raise NotReadable(
-                    path,
-                    "permission denied",
-                    "give the server's user read access to it, or read another note.",
-                ) from None
-            except OSError as exc:  # anything else the filesystem refuses
-                raise FileSystemFailure(path, "read", exc) from exc
+            data = self._file_bytes(path, target)
             if looks_binary(data[:_SNIFF_BYTES]):
                 raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
@@ -258,6 +268,17 @@ class FolderSource:
 
     async def read_note(self, path: str) -> NoteData:
         return await anyio.to_thread.run_sync(self._read_note, path)
+
+    def _read_bytes(self, path: str) -> FileBytes:
+        if is_hidden(path):
+            raise NoteNotFound(path)
+        target = self._resolve(path)
+        st = self._file_stat(path, target)
+        data = self._file_bytes(path, target)
+        return FileBytes(path, data, FileStat(path, mtime_ms(st), st.st_size))
+
+    async def read_bytes(self, path: str) -> FileBytes:
+        return await anyio.to_thread.run_sync(self._read_bytes, path)
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from obsidian_mcp.errors import (
     VaultError,
 )
 from obsidian_mcp.paths import is_markdown
-from obsidian_mcp.sources.base import FileStat, NoteData, TextMatch, TextSearchHit
+from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
 from obsidian_mcp.sources.folder import decode_text, looks_binary
 from obsidian_mcp.sources.swap import NoteChanged
 from obsidian_mcp.sources.tls import pin_mismatch_in, pinned_context, stored_pin
@@ -457,18 +457,22 @@ class RestSource:
             raise IsAFolder(path)
         raise NoteNotFound(path)
 
+    async def read_bytes(self, path: str) -> FileBytes:
+        response = await self._send("GET", "/vault/" + encode_path(path), idempotent=True)
+        if response.status_code == 404:
+            await self._raise_missing(path)
+        data = self._check(response, path).content
+        if _is_folder_listing(response):
+            raise IsAFolder(path)  # 5.x lists a folder even without the trailing slash
+        return FileBytes(path, data, FileStat(path, 0, len(data)))
+
     async def read_note(self, path: str) -> NoteData:
         url = "/vault/" + encode_path(path)
         if not is_markdown(path):
-            response = await self._send("GET", url, idempotent=True)
-            if response.status_code == 404:
-                await self._raise_missing(path)
-            data = self._check(response, path).content
-            if _is_folder_listing(response):
-                raise IsAFolder(path)  # 5.x lists a folder even without the trailing slash
-            if looks_binary(data[:8192]):
+            file = await self.read_bytes(path)
+            if looks_binary(file.data[:8192]):
                 raise NotText(path)
-            return NoteData(path, decode_text(data), FileStat(path, 0, len(data)))
+            return NoteData(path, decode_text(file.data), file.stat)
         response = await self._send("GET", url, idempotent=True, headers={"Accept": NOTE_JSON})
         if response.status_code == 404:
             await self._raise_missing(path)
