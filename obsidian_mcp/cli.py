@@ -80,10 +80,11 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, VaultSet | None, str 
         return settings, None, problem
     named: list[str] = getattr(args, "vault", None) or []
     try:
-        return settings, configured_vaults(settings, named), None
+        vaults = configured_vaults(settings, named)
     except VaultConfigError as exc:
         logging.getLogger(__name__).error("invalid vaults: %s", exc)
         return settings, None, str(exc)
+    return vaults.settings, vaults, None
 
 
 def _argument_pairs(pairs: Sequence[str]) -> list[tuple[str, str]]:

@@ -5,7 +5,9 @@ One vault, as always: the environment's `OBSIDIAN_*` variables, with `--vault PA
 its folder. Several: a TOML file (`--config FILE`, `OBSIDIAN_CONFIG`) with one
 `[vaults.NAME]` table each, and `--vault NAME=PATH` for folders named on the command line.
 Each vault gets the global settings (budgets, timeouts, cache folder) with its own folder
-and REST API; a vault's API key is never given to another vault's host.
+and REST API; a vault's API key is never given to another vault's host. Beside its vaults
+the file may set the server's usage log (`SERVER_KEYS`); every other global setting stays in
+the environment.
 """
 
 import logging
@@ -13,7 +15,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -24,6 +26,10 @@ logger = logging.getLogger(__name__)
 
 # What a [vaults.NAME] table may set; everything else is global (OBSIDIAN_* variables).
 _VAULT_KEYS = ("path", "url", "api_key", "cert", "cert_sha256", "default")
+# What the file may set for the whole server, beside its vaults: the settings of these
+# names (`usage_log = true` is OBSIDIAN_USAGE_LOG=on). The environment's variable, when
+# set, wins: a one-off `OBSIDIAN_USAGE_LOG=off obsidian-mcp serve` needs no edit.
+SERVER_KEYS = ("usage_log", "usage_log_max_bytes")
 # What names the REST API of a single vault; with several, each vault's table does.
 _PER_VAULT_VARIABLES = {
     "vault_path": "OBSIDIAN_VAULT_PATH",
@@ -50,10 +56,12 @@ class NamedVault:
 
 @dataclass(frozen=True, slots=True)
 class VaultSet:
-    """The configured vaults in the order given; `default` answers what names no vault."""
+    """The configured vaults in the order given; `default` answers what names no vault;
+    `settings` the server's own (the environment's, with the file's `SERVER_KEYS`)."""
 
     vaults: tuple[NamedVault, ...]
     default: str
+    settings: Settings
 
     @property
     def names(self) -> list[str]:
@@ -146,7 +154,38 @@ def _from_table(name: str, raw: object, base: Settings, folder: Path) -> tuple[N
     return NamedVault(check_name(name), settings), table.default
 
 
-def _from_file(file: Path, base: Settings) -> list[tuple[NamedVault, bool]]:
+def _server_settings(file: Path, data: dict[str, Any], base: Settings) -> Settings:
+    """`base` with the file's server-level settings, each validated as its variable is;
+    one the environment sets keeps the environment's value."""
+    settings = base.model_copy()
+    for key in SERVER_KEYS:
+        if key not in data:
+            continue
+        if key in base.model_fields_set:
+            logger.warning(
+                "OBSIDIAN_%s is set in the environment and overrides %s = %r in %s.",
+                key.upper(),
+                key,
+                data[key],
+                file,
+            )
+            continue
+        try:
+            validator = Settings.__pydantic_validator__
+            settings = cast(Settings, validator.validate_assignment(settings, key, data[key]))
+        except ValidationError as exc:
+            problem = "; ".join(
+                error["msg"].removeprefix("Value error, ") for error in exc.errors()
+            )
+            raise VaultConfigError(
+                f"the vaults file {file}: {key} = {repr(data[key])[:80]} is refused: "
+                f"{problem} (the README's OBSIDIAN_{key.upper()} says what it takes)."
+            ) from None
+    return settings
+
+
+def _from_file(file: Path, base: Settings) -> tuple[Settings, list[tuple[NamedVault, bool]]]:
+    """The server's settings with the file's (`_server_settings`), and its vaults."""
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -156,11 +195,12 @@ def _from_file(file: Path, base: Settings) -> list[tuple[NamedVault, bool]]:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise VaultConfigError(f"the vaults file {file} is not valid TOML: {exc}.") from None
-    extra = sorted(key for key in data if key != "vaults")
+    extra = sorted(key for key in data if key not in ("vaults", *SERVER_KEYS))
     if extra:
         raise VaultConfigError(
             f"the vaults file {file} has {', '.join(map(repr, extra))} beside [vaults.NAME] "
-            "tables; it holds vaults only (global settings stay in the OBSIDIAN_* variables)."
+            f"tables; it holds vaults and {' and '.join(SERVER_KEYS)} only (every other "
+            "global setting stays in the OBSIDIAN_* variables)."
         )
     tables = data.get("vaults")
     if not isinstance(tables, dict) or not tables:
@@ -169,8 +209,9 @@ def _from_file(file: Path, base: Settings) -> list[tuple[NamedVault, bool]]:
             "= the vault's folder."
         )
     folder = file.expanduser().resolve().parent
-    return [
-        _from_table(name, raw, base, folder)
+    settings = _server_settings(file, data, base)
+    return settings, [
+        _from_table(name, raw, settings, folder)
         for name, raw in cast(dict[str, object], tables).items()
     ]
 
@@ -224,10 +265,10 @@ def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> Vaul
             vault = NamedVault(check_name(name) if sep else _one_vault(single).name, single)
         else:
             vault = _one_vault(single)
-        return VaultSet((vault,), vault.name)
+        return VaultSet((vault,), vault.name, settings)
     found: list[tuple[NamedVault, bool]] = []
     if settings.config is not None:
-        found += _from_file(settings.config.expanduser(), settings)
+        settings, found = _from_file(settings.config.expanduser(), settings)
     found += [(_from_argument(argument, settings), False) for argument in arguments]
     seen: set[str] = set()
     for vault, _ in found:
@@ -250,4 +291,4 @@ def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> Vaul
             ", ".join(ignored),
         )
     vaults = tuple(vault for vault, _ in found)
-    return VaultSet(vaults, defaults[0] if defaults else vaults[0].name)
+    return VaultSet(vaults, defaults[0] if defaults else vaults[0].name, settings)

@@ -1,6 +1,7 @@
 """Configuring several vaults: the TOML file, `--vault NAME=PATH`, and every mistake a user
 can make in them refused with what to change (issue 28)."""
 
+import json
 import logging
 from pathlib import Path
 
@@ -118,3 +119,59 @@ async def test_the_server_answers_every_call_with_the_files_problem(tmp_path: Pa
         result = await client.call_tool("vault_tree", {})
     assert result.is_error
     assert "misconfigured: [vaults.a] there is no setting 'secret'" in text_of(result)
+
+
+def test_the_file_switches_the_usage_log_on_for_the_whole_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = 'usage_log = true\nusage_log_max_bytes = 5000\n[vaults.a]\npath = "a"\n'
+    vaults = configured_vaults(_file(tmp_path, text))
+    assert vaults.settings.usage_log == "on" and vaults.settings.usage_log_max_bytes == 5000
+    assert vaults.vaults[0].settings.usage_log == "on"
+    full = 'usage_log = "FULL"\n[vaults.a]\npath = "a"\n'
+    assert configured_vaults(_file(tmp_path, full)).settings.usage_log == "full"
+    # The environment's variable, when set, wins over the file, and says so.
+    monkeypatch.setenv("OBSIDIAN_USAGE_LOG", "off")
+    with caplog.at_level(logging.WARNING):
+        settings = Settings(config=tmp_path / "vaults.toml")
+        configured_vaults(settings.model_copy(update={"config_dir": tmp_path / "c"}))
+    assert configured_vaults(settings).settings.usage_log == "off"
+    assert "OBSIDIAN_USAGE_LOG is set in the environment and overrides usage_log" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('usage_log = "maybe"', "usage_log = 'maybe' is refused: Input should be 'off', 'on'"),
+        ("usage_log_max_bytes = 10", "usage_log_max_bytes = 10 is refused: Input should be"),
+        ("usage_log = [1]", "usage_log = [1] is refused"),
+    ],
+)
+def test_a_wrong_server_setting_in_the_file_names_it(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    with pytest.raises(VaultConfigError) as refused:
+        configured_vaults(_file(tmp_path, f'{line}\n[vaults.a]\npath = "a"\n'))
+    assert problem in str(refused.value) and "OBSIDIAN_USAGE_LOG" in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_the_usage_log_says_which_vault_each_call_used(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "Note.md").write_text(f"# Note\n\nThe lighthouse of {name}.\n")
+    vaults = '[vaults.a]\npath = "a"\n[vaults.b]\npath = "b"\n'
+    settings = _file(tmp_path, 'usage_log = "full"\n' + vaults)
+    settings = settings.model_copy(update={"cache_dir": tmp_path / "cache"})
+    async with Client(build_server(settings)) as client:
+        assert not (await client.call_tool("vault_read_note", {"path": "b:Note.md"})).is_error
+        assert not (await client.call_tool("vault_search_map", {"query": "lighthouse"})).is_error
+        assert (await client.call_tool("vault_tree", {"vault": "nope"})).is_error
+    lines = (tmp_path / "cache" / "usage" / "usage.jsonl").read_text("utf-8").splitlines()
+    logged = [json.loads(line) for line in lines]
+    assert [(line["tool"], line["vaults"]) for line in logged] == [
+        ("vault_read_note", ["b"]),
+        ("vault_search_map", ["a", "b"]),  # searched every vault
+        ("vault_tree", []),  # refused: no vault was used
+    ]
+    assert logged[0]["notes"] == [["b:Note.md", ""]]  # the path as the reply shows it

@@ -89,7 +89,8 @@ def build_server(
         instructions=server_instructions(settings.families, vaults),
         lifespan=lifespan,
         several_vaults=vaults is not None and vaults.several,
-        usage=usage_recorder(settings),
+        # The file of several vaults may switch the usage log on (`vault_set.SERVER_KEYS`).
+        usage=usage_recorder(vaults.settings if vaults is not None else settings),
     )
     register_read_tools(mcp)
     register_search_tools(mcp)
