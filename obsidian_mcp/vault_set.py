@@ -10,6 +10,7 @@ the file may set the server's usage log (`SERVER_KEYS`); every other global sett
 the environment.
 """
 
+import difflib
 import logging
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -18,8 +19,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic_core import ErrorDetails
 
 from obsidian_mcp.config import Fingerprint, RestUrl, Settings
+from obsidian_mcp.index.location import vault_identity
 from obsidian_mcp.limits import excerpt
 
 logger = logging.getLogger(__name__)
@@ -106,17 +109,27 @@ class _VaultTable(BaseModel):
     default: bool = False
 
 
+def _did_you_mean(key: str, known: Sequence[str]) -> str:
+    guess = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {guess[0]!r}?)" if guess else ""
+
+
+def _message(error: ErrorDetails) -> str:
+    return error["msg"].removeprefix("Value error, ")
+
+
 def _table_problem(name: str, exc: ValidationError) -> str:
     problems: list[str] = []
     for error in exc.errors():
         key = ".".join(str(part) for part in error["loc"]) or name
         if error["type"] == "extra_forbidden":
             problems.append(
-                f"there is no setting {key!r} for a vault; it takes {', '.join(_VAULT_KEYS)} "
-                "(global settings stay in the OBSIDIAN_* variables)"
+                f"there is no setting {key!r} for a vault{_did_you_mean(key, _VAULT_KEYS)}; "
+                f"it takes {', '.join(_VAULT_KEYS)} (global settings stay in the OBSIDIAN_* "
+                "variables)"
             )
         else:
-            problems.append(f"{key}: {error['msg'].removeprefix('Value error, ')}")
+            problems.append(f"{key}: {_message(error)}")
     return f"[vaults.{name}] " + "; ".join(problems)
 
 
@@ -174,9 +187,7 @@ def _server_settings(file: Path, data: dict[str, Any], base: Settings) -> Settin
             validator = Settings.__pydantic_validator__
             settings = cast(Settings, validator.validate_assignment(settings, key, data[key]))
         except ValidationError as exc:
-            problem = "; ".join(
-                error["msg"].removeprefix("Value error, ") for error in exc.errors()
-            )
+            problem = "; ".join(_message(error) for error in exc.errors())
             raise VaultConfigError(
                 f"the vaults file {file}: {key} = {repr(data[key])[:80]} is refused: "
                 f"{problem} (the README's OBSIDIAN_{key.upper()} says what it takes)."
@@ -194,13 +205,18 @@ def _from_file(file: Path, base: Settings) -> tuple[Settings, list[tuple[NamedVa
             "--config or OBSIDIAN_CONFIG."
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise VaultConfigError(f"the vaults file {file} is not valid TOML: {exc}.") from None
-    extra = sorted(key for key in data if key not in ("vaults", *SERVER_KEYS))
+        raise VaultConfigError(
+            f"the vaults file {file} is not valid TOML: {exc}. Text goes in quotes (path = "
+            '"/home/me/Lore"), true and false without; each [vaults.NAME] table once.'
+        ) from None
+    known = ("vaults", *SERVER_KEYS)
+    extra = sorted(key for key in data if key not in known)
     if extra:
         raise VaultConfigError(
-            f"the vaults file {file} has {', '.join(map(repr, extra))} beside [vaults.NAME] "
-            f"tables; it holds vaults and {' and '.join(SERVER_KEYS)} only (every other "
-            "global setting stays in the OBSIDIAN_* variables)."
+            f"the vaults file {file} has {', '.join(map(repr, extra))}"
+            f"{_did_you_mean(extra[0], known)} beside [vaults.NAME] tables; it holds vaults "
+            f"and {' and '.join(SERVER_KEYS)} only (every other global setting stays in the "
+            "OBSIDIAN_* variables)."
         )
     tables = data.get("vaults")
     if not isinstance(tables, dict) or not tables:
@@ -210,10 +226,13 @@ def _from_file(file: Path, base: Settings) -> tuple[Settings, list[tuple[NamedVa
         )
     folder = file.expanduser().resolve().parent
     settings = _server_settings(file, data, base)
-    return settings, [
-        _from_table(name, raw, settings, folder)
-        for name, raw in cast(dict[str, object], tables).items()
-    ]
+    try:
+        return settings, [
+            _from_table(name, raw, settings, folder)
+            for name, raw in cast(dict[str, object], tables).items()
+        ]
+    except VaultConfigError as exc:
+        raise VaultConfigError(f"the vaults file {file}: {exc}") from None
 
 
 def _from_argument(argument: str, base: Settings) -> NamedVault:
@@ -252,6 +271,30 @@ def _ignored_variables(settings: Settings) -> Iterable[str]:
     )
 
 
+def _check_distinct(vaults: Sequence[NamedVault]) -> None:
+    """Refuse two vaults of one name (a bare PATH is named after its folder, so /a/Notes
+    and /b/Notes collide) or of one source: one folder or one REST API served twice would
+    share an index and a memory store under two names."""
+    names: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for vault in vaults:
+        if vault.name.casefold() in names:
+            raise VaultConfigError(
+                f"two vaults are named {vault.name!r} (names are compared ignoring case, and "
+                "a bare --vault PATH is named after its folder); give each its own name: "
+                "--vault NAME=PATH, or its own [vaults.NAME] table."
+            )
+        names[vault.name.casefold()] = vault.name
+        identity, _ = vault_identity(vault.settings)
+        if identity in sources:
+            where = identity.split(":", 1)[1]
+            raise VaultConfigError(
+                f"{sources[identity]} and {vault.name} are the same vault ({where}); keep "
+                "one of them."
+            )
+        sources[identity] = vault.name
+
+
 def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> VaultSet:
     """The vaults of `settings.config` (a TOML file) and of `--vault` arguments; without a
     file and with at most one argument, the single vault of the environment (the argument
@@ -270,14 +313,7 @@ def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> Vaul
     if settings.config is not None:
         settings, found = _from_file(settings.config.expanduser(), settings)
     found += [(_from_argument(argument, settings), False) for argument in arguments]
-    seen: set[str] = set()
-    for vault, _ in found:
-        if vault.name.casefold() in seen:
-            raise VaultConfigError(
-                f"two vaults are named {vault.name!r} (names are compared ignoring case); "
-                "give each its own name."
-            )
-        seen.add(vault.name.casefold())
+    _check_distinct([vault for vault, _ in found])
     defaults = [vault.name for vault, default in found if default]
     if len(defaults) > 1:
         raise VaultConfigError(

@@ -75,7 +75,7 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
     [
         (
             '[vaults.a]\npth = "x"\n',
-            "[vaults.a] there is no setting 'pth' for a vault; it takes "
+            "[vaults.a] there is no setting 'pth' for a vault (did you mean 'path'?); it takes "
             "path, url, api_key, cert, cert_sha256, default",
         ),
         ("[vaults.a]\ndefault = true\n", "[vaults.a] names no source: give it path"),
@@ -90,10 +90,19 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
             "a and b both say default = true",
         ),
         ('[vaults.a]\npath = "x"\n[vaults.A]\npath = "y"\n', "two vaults are named 'A'"),
+        ('[vaults.a]\npath = "x"\n[vaults.b]\npath = "x/"\n', "a and b are the same vault ("),
+        (
+            '[vaults.a]\napi_key = "k"\nurl = "https://h"\n'
+            '[vaults.b]\napi_key = "j"\nurl = "https://h:27124/"\n',
+            "a and b are the same vault (h:27124)",
+        ),
         ('[vaults."a:b"]\npath = "x"\n', "cannot hold a colon"),
         ('max_tokens = 5\n[vaults.a]\npath = "x"\n', "has 'max_tokens' beside [vaults.NAME]"),
         ("[vaults]\n", "names no vault; add a [vaults.NAME] table"),
         ("[vaults.a\n", "is not valid TOML"),
+        ('[vaults.a]\npath = "x"\ndefault = yes\n', "Invalid value (at line 3, column 11)"),
+        ('[vaults.a]\npath = "x"\napi-key = "k"\n', "'api-key' for a vault (did you mean 'api_"),
+        ('[vault.a]\npath = "x"\n', "has 'vault' (did you mean 'vaults'?) beside"),
         ("vaults = 3\n", "names no vault"),
         ('[vaults]\na = "x"\n', "vaults.a must be a table"),
     ],
@@ -110,6 +119,12 @@ def test_a_missing_file_and_a_bad_name_on_the_command_line(tmp_path: Path) -> No
         configured_vaults(settings)
     with pytest.raises(VaultConfigError, match="cannot hold a colon"):
         configured_vaults(Settings(), ["x:y=/tmp", "b=/tmp"])
+    # Two folders of one name, given bare: named after their folders, so named alike.
+    notes = [str(tmp_path / "a" / "Notes"), str(tmp_path / "b" / "Notes")]
+    with pytest.raises(VaultConfigError, match=r"named 'Notes' .* --vault NAME=PATH"):
+        configured_vaults(Settings(), notes)
+    named = configured_vaults(Settings(), [f"work={notes[0]}", f"home={notes[1]}"])
+    assert named.names == ["work", "home"]
 
 
 @pytest.mark.anyio
@@ -118,7 +133,7 @@ async def test_the_server_answers_every_call_with_the_files_problem(tmp_path: Pa
     async with Client(build_server(settings)) as client:
         result = await client.call_tool("vault_tree", {})
     assert result.is_error
-    assert "misconfigured: [vaults.a] there is no setting 'secret'" in text_of(result)
+    assert "vaults.toml: [vaults.a] there is no setting 'secret'" in text_of(result)
 
 
 def test_the_file_switches_the_usage_log_on_for_the_whole_server(

@@ -26,7 +26,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -227,6 +227,8 @@ class Retriever:
     async def _logged(work: Callable[[], Awaitable[object]], what: str) -> None:
         try:
             await work()
+        except VaultError as exc:  # Obsidian unreachable or untrusted: said, no traceback
+            logger.warning("%s in the background failed: %s", what, exc)
         except Exception:  # the task's last word: calls do the work again, and say why not
             logger.exception("%s in the background failed", what)
 
