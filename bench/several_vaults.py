@@ -13,7 +13,8 @@ naming the other, and naming none (every vault). No question's folder is passed 
 name a folder of one vault only). Per question, the time over every vault is set against
 the slower of the two named calls (issue 28: within twice the time of the slowest vault
 alone); and the first response's hit (``harness.is_hit``) over every vault is set against
-the hit with its own vault named.
+the hit with its own vault named, and against the hit of a one-vault server on that vault
+alone, in the same run (what a user with one vault gets: issue 28 wants it unchanged).
 
 **Dropped connections.** The stand-in over a copy of the fixture vault drops every third
 request from its start; a REST-only server answers 30 ``vault_read_note`` calls while it
@@ -40,6 +41,7 @@ from bench.harness import (
     markdown_table,
     median,
     percentile,
+    save_results,
     server_env,
     stdio_session,
 )
@@ -102,6 +104,17 @@ async def search_run(work: Path) -> dict[str, Any]:
                     "errors": [way for way in found if found[way].is_error],
                 }
             )
+    for dev, alone_env in zip(VAULTS, envs, strict=True):
+        async with stdio_session(alone_env) as session:
+            await session.call("vault_semantic_query", {"query": "warm up"})
+            for row, (own, question) in zip(rows, asked, strict=True):
+                if own != dev.name:
+                    continue
+                result = await session.call("vault_semantic_query", {"query": question.question})
+                row["seconds"]["alone"] = result.seconds
+                row["tokens"]["alone"] = result.tokens
+                row["hit"]["alone"] = is_hit(result.text, question.gold)
+                row["errors"] += ["alone"] if result.is_error else []
     return {"rows": rows}
 
 
@@ -126,6 +139,7 @@ def search_table(found: dict[str, Any]) -> str:
                 f"{median(ratios):.2f}",
                 f"{percentile(ratios, 90):.2f}",
                 f"{total_every / total_slowest:.2f}",
+                f"{100 * sum(r['hit']['alone'] for r in chosen) / count:.0f}%",
                 f"{100 * sum(r['hit']['own'] for r in chosen) / count:.0f}%",
                 f"{100 * sum(r['hit']['every'] for r in chosen) / count:.0f}%",
                 f"{median([r['tokens']['own'] for r in chosen]):.0f} / "
@@ -142,6 +156,7 @@ def search_table(found: dict[str, Any]) -> str:
             "every / slowest alone, median",
             "p90",
             "sum every / sum slowest",
+            "first response, one-vault server",
             "first response, own vault named",
             "first response, no vault named",
             "median tokens own / every",
@@ -185,10 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.part in (None, "search"):
             found["search"] = anyio.run(search_run, Path(tmp) / "search")
             print(search_table(found["search"]), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"several-vaults-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
-    print(f"results: {path}")
+    print(f"results: {save_results(args.out, 'several-vaults', found)}")
 
 
 if __name__ == "__main__":
