@@ -4,6 +4,7 @@ listening on 127.0.0.2 with a certificate that names 127.0.0.1 only (the plugin'
 before its binding host changed), trusted by a SHA-256 pin. Both vaults hold `Home.md`."""
 
 import json
+import os
 import re
 import shutil
 import tomllib
@@ -17,6 +18,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from bench.definitions import measure_definitions
+from obsidian_mcp.cli import main
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.tls import fingerprint, stored_pin
@@ -25,7 +27,6 @@ from tests.conftest import NO_MEANING_WAIT, seed_index
 from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.standin.certs import generate_certificate
 from tests.standin.process import StandinProcess
-from tests.test_cli import run_cli
 from tests.test_status import read_status
 
 pytestmark = pytest.mark.anyio
@@ -111,6 +112,35 @@ def _text(result: Any) -> str:
     block = result.content[0]
     assert isinstance(block, TextContent)
     return block.text
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    env: dict[str, str],
+) -> Ran:
+    """The command line run in this process, in the environment `test_cli.run_cli` gives
+    its subprocess (no OBSIDIAN_* variable but `env`): a new process costs seconds."""
+    for name in [name for name in os.environ if name.startswith("OBSIDIAN_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return Ran(code, captured.out, captured.err)
 
 
 async def call(client: Client, tool: str, **arguments: object) -> str:
@@ -363,13 +393,21 @@ async def test_no_pin_is_refused_naming_trust_url(two_vaults: TwoVaults) -> None
     assert failed and "not trusted" in answer
 
 
-def test_trust_url_pins_what_the_server_presents(two_vaults: TwoVaults, tmp_path: Path) -> None:
+def test_trust_url_pins_what_the_server_presents(
+    two_vaults: TwoVaults,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     url = f"https://127.0.0.2:{two_vaults.standin.port}"
-    done = run_cli("trust", "--url", url, "--yes", env={"OBSIDIAN_CONFIG_DIR": str(tmp_path)})
+    cli = (monkeypatch, capsys)
+    done = run_cli(*cli, "trust", "--url", url, "--yes", env={"OBSIDIAN_CONFIG_DIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert f"SHA-256 fingerprint: {fingerprint(two_vaults.pem)}" in done.stdout
     assert stored_pin(tmp_path, url) == fingerprint(two_vaults.pem)
-    unconfirmed = run_cli("trust", "--url", url, env={"OBSIDIAN_CONFIG_DIR": str(tmp_path / "x")})
+    unconfirmed = run_cli(
+        *cli, "trust", "--url", url, env={"OBSIDIAN_CONFIG_DIR": str(tmp_path / "x")}
+    )
     assert unconfirmed.returncode == 1
     assert f"obsidian-mcp trust --url {url} --yes" in unconfirmed.stderr
     assert stored_pin(tmp_path / "x", url) is None
@@ -391,13 +429,15 @@ async def test_a_stored_pin_is_used_for_its_address(two_vaults: TwoVaults) -> No
 # -- the command line ------------------------------------------------------------------------
 
 
-def test_doctor_checks_every_vault_and_names_it(two_vaults: TwoVaults) -> None:
+def test_doctor_checks_every_vault_and_names_it(
+    two_vaults: TwoVaults, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     two_vaults.write_config()
     env = {
         "OBSIDIAN_CONFIG": str(two_vaults.config),
         "OBSIDIAN_CONFIG_DIR": str(two_vaults.config_dir),
     }
-    done = run_cli("doctor", env=env)
+    done = run_cli(monkeypatch, capsys, "doctor", env=env)
     lines = done.stdout.splitlines()
     assert any(line.startswith("[ok  ] lore: vault folder:") for line in lines), done.stdout
     assert f"[ok  ] work: Obsidian reachable: https://127.0.0.2:{two_vaults.standin.port}" in (
@@ -410,8 +450,12 @@ def test_doctor_checks_every_vault_and_names_it(two_vaults: TwoVaults) -> None:
     ), done.stdout
 
 
-def test_vault_name_path_repeated_serves_several_folders(two_vaults: TwoVaults) -> None:
+def test_vault_name_path_repeated_serves_several_folders(
+    two_vaults: TwoVaults, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     done = run_cli(
+        monkeypatch,
+        capsys,
         "call",
         "--vault",
         f"lore={two_vaults.lore}",

@@ -110,6 +110,11 @@ def _is_transient(exc: BaseException) -> bool:
     # answer) hangs again, and a retry would only double the agent's wait.
     if isinstance(exc, httpx.ReadTimeout):
         return False
+    # A certificate refused (untrusted, or not the pinned one) is refused again: retrying
+    # spent the whole retry budget before the agent heard what to do (11 s a call in
+    # test_several_vaults' refused pins).
+    if _is_certificate_failure(exc) or pin_mismatch_in(exc) is not None:
+        return False
     return isinstance(exc, httpx.TransportError | RetryableStatus)
 
 
