@@ -5,12 +5,15 @@ The figure is the ``tools/list`` result as the server sends it, serialised with
 characters / 4, as everywhere in the benchmark. Measured through an MCP client, so it
 works the same for this server and for the peer.
 
-    python -m bench.definitions   # this server's figures now, per tool, and memory alone
+    python -m bench.definitions   # this server's figures now, per tool, memory alone, and
+                                  # with two vaults (issue 28)
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -19,6 +22,7 @@ from mcp import Client
 from bench.harness import markdown_table
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
+from obsidian_mcp.vault_set import configured_vaults
 
 
 def tokens_of(characters: int) -> int:
@@ -51,12 +55,21 @@ async def measure_definitions(client: Client) -> Definitions:
     )
 
 
-async def server_definitions(families: str | None = None) -> Definitions:
-    """This server's, with ``OBSIDIAN_TOOLS=families`` (None: every family)."""
+async def server_definitions(
+    families: str | None = None, vaults: Sequence[str] = ()
+) -> Definitions:
+    """This server's, with ``OBSIDIAN_TOOLS=families`` (None: every family), serving the
+    vaults named (``serve --vault NAME=PATH`` each; none: one vault, as before issue 28)."""
     chosen = {"tools": families} if families is not None else {}
     settings = Settings.model_validate({"api_key": None, "vault_path": None, **chosen})
-    async with Client(build_server(settings)) as client:
-        return await measure_definitions(client)
+    with tempfile.TemporaryDirectory() as folder:
+        named = configured_vaults(settings, [f"{name}={folder}" for name in vaults])
+        async with Client(build_server(settings, vaults=named)) as client:
+            return await measure_definitions(client)
+
+
+# The names issue 28's bound of 2,600 tokens for two vaults is measured with.
+TWO_VAULTS = ("lore", "journal")
 
 
 # Before issue 19, measured as above at commit 72eaeec: every description, the SDK's
@@ -90,12 +103,17 @@ BEFORE_MEMORY_ONLY = Definitions(
 
 def main() -> None:
     every, memory = anyio.run(server_definitions), anyio.run(server_definitions, "memory")
+    two = anyio.run(server_definitions, None, TWO_VAULTS)
     rows = [[name, chars, tokens_of(chars)] for name, chars in every.tools.items()]
     rows += [
         ["tools/list", every.tools_list, tokens_of(every.tools_list)],
         ["instructions", every.instructions, tokens_of(every.instructions)],
         ["total", every.total, every.tokens],
         ["OBSIDIAN_TOOLS=memory: total", memory.total, memory.tokens],
+        [f"two vaults ({', '.join(TWO_VAULTS)}): tools/list", two.tools_list,
+         tokens_of(two.tools_list)],
+        ["two vaults: instructions", two.instructions, tokens_of(two.instructions)],
+        ["two vaults: total", two.total, two.tokens],
     ]
     print(markdown_table(["", "characters", "tokens"], rows))
 

@@ -154,6 +154,14 @@ def median(values: Sequence[float]) -> float:
     return percentile(values, 50)
 
 
+def save_results(out: Path, name: str, found: dict[str, Any]) -> Path:
+    """A run's figures as `out/NAME-YYYYmmdd-HHMMSS.json`; its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
+    return path
+
+
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     def cell(value: object) -> str:
         if isinstance(value, float):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import random
 import re
 import tempfile
@@ -51,6 +50,7 @@ from bench.harness import (
     load_questions,
     markdown_table,
     median,
+    save_results,
     server_env,
     stdio_session,
 )
@@ -338,9 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     found = anyio.run(partial(run, args.vault, first_session=args.first_session))
     found["seconds"] = time.perf_counter() - started
     print("\n" + report(found))
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"vaults-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(found, indent=1) + "\n", "utf-8")
+    path = save_results(args.out, "vaults", found)
     print(f"\nresults: {path} ({found['seconds'] / 60:.1f} min)")
 
 

@@ -22,11 +22,11 @@ from mcp.types import TextContent
 from pydantic import ValidationError
 
 from obsidian_mcp import __version__
-from obsidian_mcp.config import Settings
+from obsidian_mcp.config import Settings, rest_url
 from obsidian_mcp.doctor import (
     describe_index,
     download_certificate,
-    fingerprint,
+    presented_certificate_at,
     run_checks,
     store_certificate,
 )
@@ -47,10 +47,12 @@ from obsidian_mcp.memory.timespec import parse_moment
 from obsidian_mcp.server import build_server
 from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
+from obsidian_mcp.sources.tls import fingerprint, store_pin
 from obsidian_mcp.usage.log import LogFiles
 from obsidian_mcp.usage.report import html_report, terminal_report
 from obsidian_mcp.usage.stats import read_log, usage_stats
 from obsidian_mcp.validation import describe_invalid_arguments
+from obsidian_mcp.vault_set import NamedVault, VaultConfigError, VaultSet, configured_vaults
 
 logger = logging.getLogger("obsidian_mcp")
 
@@ -58,11 +60,12 @@ _MEANING_TOOLS = frozenset({"vault_semantic_query", "vault_quick_context"})
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 # doctor's exit status: scripts can tell "works with less" from "does not work".
 _DOCTOR_EXIT = {"healthy": 0, "broken": 1, "degraded": 2}
+_VERDICT_ORDER = ["healthy", "degraded", "broken"]
 
 
-def _settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
-    """The settings, and what is wrong with the environment's if it cannot be read: the
-    server then runs on defaults and answers every call with that problem."""
+def _settings(args: argparse.Namespace) -> tuple[Settings, VaultSet | None, str | None]:
+    """The settings and the vaults they name, and what is wrong with them if they cannot
+    be read: the server then runs on defaults and answers every call with that problem."""
     problem: str | None = None
     try:
         settings = Settings()
@@ -70,10 +73,18 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
         problem = describe_invalid_arguments(exc, Settings.model_json_schema(), "OBSIDIAN_")
         logging.getLogger(__name__).error("invalid settings: %s", problem)
         settings = Settings.model_construct()
-    vault: Path | None = getattr(args, "vault", None)
-    if vault is not None:
-        settings = settings.model_copy(update={"vault_path": vault})
-    return settings, problem
+    config: Path | None = getattr(args, "config", None)
+    if config is not None:
+        settings = settings.model_copy(update={"config": config})
+    if problem is not None:
+        return settings, None, problem
+    named: list[str] = getattr(args, "vault", None) or []
+    try:
+        vaults = configured_vaults(settings, named)
+    except VaultConfigError as exc:
+        logging.getLogger(__name__).error("invalid vaults: %s", exc)
+        return settings, None, str(exc)
+    return vaults.settings, vaults, None
 
 
 def _argument_pairs(pairs: Sequence[str]) -> list[tuple[str, str]]:
@@ -111,19 +122,24 @@ def tool_arguments(pairs: Sequence[tuple[str, str]], schema: dict[str, Any]) -> 
 
 
 async def _call(
-    settings: Settings, tool: str, pairs: list[tuple[str, str]], problem: str | None
+    settings: Settings,
+    vaults: VaultSet | None,
+    tool: str,
+    pairs: list[tuple[str, str]],
+    problem: str | None,
 ) -> int:
     # One call is the whole life of this server, too short for the background build: a tool
     # that ranks by meaning brings the index up to date first (with a progress bar, once;
     # later calls find it done).
     if (
-        problem is None
+        vaults is not None
         and tool in _MEANING_TOOLS
         and settings.index_embeddings
-        and not await _refresh_index(settings)
+        and not await _refresh_indexes(vaults, dict(pairs).get("vault"))
     ):
         return 1
-    async with Client(build_server(settings, configuration_error=problem)) as client:
+    server = build_server(settings, configuration_error=problem, vaults=vaults)
+    async with Client(server) as client:
         schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
         if tool not in schemas:
             print(
@@ -197,16 +213,42 @@ async def _refresh_index(settings: Settings) -> bool:
             retriever.close()
 
 
-async def _index(settings: Settings) -> int:
-    if not await _refresh_index(settings):
+def _chosen(vaults: VaultSet, name: object) -> list[NamedVault]:
+    """The vault a command names (None: every vault); exit with the names if none is it."""
+    if name is None:
+        return list(vaults.vaults)
+    found = vaults.find(str(name))
+    if found is None:
+        raise SystemExit(
+            f"obsidian-mcp: there is no vault {name!r}; the vaults are {', '.join(vaults.names)}."
+        )
+    return [found]
+
+
+async def _refresh_indexes(vaults: VaultSet, name: object = None) -> bool:
+    """Each chosen vault's index brought up to date (`_refresh_index`); False as soon as
+    one cannot be."""
+    for named in _chosen(vaults, name):
+        if vaults.several:
+            print(f"vault {named.name}:", file=sys.stderr)
+        if not await _refresh_index(named.settings):
+            return False
+    return True
+
+
+async def _index(vaults: VaultSet) -> int:
+    if not await _refresh_indexes(vaults):
         return 1
-    # Said once the index is closed (its write-ahead log folded in), as doctor says it.
-    print(f"passage index {describe_index(index_path(settings))}")
+    for named in vaults.vaults:
+        # Said once the index is closed (its write-ahead log folded in), as doctor says it.
+        where = f"{named.name}: " if vaults.several else ""
+        print(f"{where}passage index {describe_index(index_path(named.settings))}")
     return 0
 
 
-async def _memory(settings: Settings, args: argparse.Namespace) -> int:
+async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
     """What the agent remembers, for a person without an agent: list, forget, export."""
+    settings = _chosen(vaults, args.name or vaults.default)[0].settings
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
@@ -249,13 +291,34 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
             store.close()
 
 
-async def _doctor(settings: Settings) -> int:
-    report = await run_checks(settings)
-    for check in report.checks:
-        fix = f" -> {check.fix}" if check.fix else ""
-        print(f"[{_MARKS[check.outcome]}] {check.name}: {check.detail}{fix}")
-    print(f"{report.verdict}: {report.summary}")
-    return _DOCTOR_EXIT[report.verdict]
+async def _doctor(vaults: VaultSet) -> int:
+    """Every vault's checks; with several, each line names its vault, and the worst
+    verdict is the exit status."""
+    worst = "healthy"
+    for named in vaults.vaults:
+        report = await run_checks(named.settings)
+        where = f"{named.name}: " if vaults.several else ""
+        for check in report.checks:
+            fix = f" -> {check.fix}" if check.fix else ""
+            print(f"[{_MARKS[check.outcome]}] {where}{check.name}: {check.detail}{fix}")
+        print(f"{where}{report.verdict}: {report.summary}")
+        worst = max(worst, report.verdict, key=_VERDICT_ORDER.index)
+    return _DOCTOR_EXIT[worst]
+
+
+def _confirmed(question: str, command: str) -> bool:
+    """Whether the user says yes on the terminal; no terminal: no, and how to say yes."""
+    if not sys.stdin.isatty():
+        print(
+            f"Not stored: no terminal to confirm on. Run `{command} --yes` to store it "
+            "without asking.",
+            file=sys.stderr,
+        )
+        return False
+    if input(f"{question} [y/N] ").strip().lower() in ("y", "yes"):
+        return True
+    print("Not stored.")
+    return False
 
 
 async def _trust(settings: Settings, assume_yes: bool) -> int:
@@ -267,20 +330,35 @@ async def _trust(settings: Settings, assume_yes: bool) -> int:
     print(f"Certificate offered by {settings.base_url}")
     print(f"SHA-256 fingerprint: {fingerprint(pem)}")
     print("Compare it with the one in Obsidian > Settings > Local REST API if unsure.")
-    if not assume_yes:
-        if not sys.stdin.isatty():
-            print(
-                "Not stored: no terminal to confirm on. Run `obsidian-mcp trust --yes` to "
-                "store it without asking.",
-                file=sys.stderr,
-            )
-            return 1
-        answer = input(f"Store it in {settings.stored_cert}? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not stored.")
-            return 1
+    if not assume_yes and not _confirmed(
+        f"Store it in {settings.stored_cert}?", "obsidian-mcp trust"
+    ):
+        return 1
     path = store_certificate(settings, pem)
     print(f"Stored in {path}")
+    return 0
+
+
+async def _trust_url(settings: Settings, url: str, assume_yes: bool) -> int:
+    """Pin the certificate the REST API at `url` presents, once the user confirms it."""
+    try:
+        address = rest_url(url)
+        pem = await presented_certificate_at(address, settings.connect_timeout)
+    except (ValueError, VaultError) as exc:
+        print(f"Could not fetch the certificate: {exc}", file=sys.stderr)
+        return 1
+    print(f"Certificate presented by {address}")
+    print(f"SHA-256 fingerprint: {fingerprint(pem)}")
+    print(
+        "Compare it with the certificate in Obsidian > Settings > Local REST API (on the "
+        "machine Obsidian runs on) before you confirm."
+    )
+    if not assume_yes and not _confirmed(
+        f"Pin it for {address}?", f"obsidian-mcp trust --url {address}"
+    ):
+        return 1
+    path = store_pin(settings.config_dir, address, fingerprint(pem))
+    print(f"Pinned for {address} in {path}; its host name is not checked, its certificate is.")
     return 0
 
 
@@ -329,8 +407,10 @@ def _stats(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(settings: Settings, args: argparse.Namespace, problem: str | None) -> None:
-    server = build_server(settings, configuration_error=problem)
+def _serve(
+    settings: Settings, vaults: VaultSet | None, args: argparse.Namespace, problem: str | None
+) -> None:
+    server = build_server(settings, configuration_error=problem, vaults=vaults)
     if not args.http:
         server.run()
         return
@@ -360,7 +440,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"obsidian-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    vault_help = "the vault folder (overrides OBSIDIAN_VAULT_PATH)"
+
+    def vault_options(command: argparse.ArgumentParser, default: object = None) -> None:
+        command.add_argument(
+            "--vault",
+            action="append",
+            default=default,
+            metavar="[NAME=]PATH",
+            help="a vault folder (overrides OBSIDIAN_VAULT_PATH); repeat it as NAME=PATH for "
+            "several vaults in one server (a bare PATH is named after its folder)",
+        )
+        command.add_argument(
+            "--config",
+            type=Path,
+            default=default,
+            metavar="FILE",
+            help="a TOML file of vaults, one [vaults.NAME] table each (OBSIDIAN_CONFIG)",
+        )
 
     serve = commands.add_parser(
         "serve",
@@ -370,7 +466,7 @@ def _parser() -> argparse.ArgumentParser:
         "clients that connect by URL; they must send 'Authorization: Bearer <token>' "
         "(OBSIDIAN_MCP_HTTP_TOKEN, or the one printed at start).",
     )
-    serve.add_argument("--vault", type=Path, help=vault_help)
+    vault_options(serve)
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to bind with --http (default {DEFAULT_HOST})"
@@ -391,7 +487,7 @@ def _parser() -> argparse.ArgumentParser:
         "that rank by meaning, the passage index is brought up to date first). Exit status 1 "
         "when the tool reports an error, 2 for an unknown tool (the names are listed).",
     )
-    call.add_argument("--vault", type=Path, help=vault_help)
+    vault_options(call)
     call.add_argument("tool", help="tool name, e.g. vault_semantic_query")
     call.add_argument(
         "arguments", nargs="*", help="key=value (values parsed as JSON if they can be)"
@@ -404,7 +500,7 @@ def _parser() -> argparse.ArgumentParser:
         "the cache directory, with a progress bar; the server otherwise builds it in the "
         "background on its first query.",
     )
-    index.add_argument("--vault", type=Path, help=vault_help)
+    vault_options(index)
 
     doctor = commands.add_parser(
         "doctor",
@@ -413,7 +509,7 @@ def _parser() -> argparse.ArgumentParser:
         "0 healthy, 2 degraded (the tools work with less, e.g. Obsidian closed but the "
         "vault folder serves), 1 broken (no source can serve the vault).",
     )
-    doctor.add_argument("--vault", type=Path, help=vault_help)
+    vault_options(doctor)
 
     trust = commands.add_parser(
         "trust",
@@ -422,6 +518,11 @@ def _parser() -> argparse.ArgumentParser:
         "SHA-256 fingerprint, and store it once you confirm, so TLS stays verified.",
     )
     trust.add_argument("--yes", action="store_true", help="store without asking")
+    trust.add_argument(
+        "--url",
+        help="pin the certificate of the Local REST API at this address (any host, e.g. "
+        "https://host.docker.internal:27124): the one it presents, by its SHA-256 fingerprint",
+    )
 
     memory = commands.add_parser(
         "memory",
@@ -430,7 +531,10 @@ def _parser() -> argparse.ArgumentParser:
         "(with ids), forget one by id (for good, on every device once synced), or export them "
         "as JSON lines. Reads the vault folder, else Obsidian's REST API.",
     )
-    memory.add_argument("--vault", type=Path, help=vault_help)
+    vault_options(memory)
+    memory.add_argument(
+        "--name", help="which configured vault's memories (default: the default vault)"
+    )
     memory_commands = memory.add_subparsers(dest="memory_command", required=True)
     listing = memory_commands.add_parser("list", help="current memories, newest last")
     listing.add_argument("--scope", help="one scope's memories and the shared ones")
@@ -442,7 +546,7 @@ def _parser() -> argparse.ArgumentParser:
     for command in (listing, forget, export):
         # `memory list --vault V` as well as `memory --vault V list`, like every command;
         # no default here, or it would undo a --vault given before the subcommand.
-        command.add_argument("--vault", type=Path, default=argparse.SUPPRESS, help=vault_help)
+        vault_options(command, default=argparse.SUPPRESS)
 
     stats = commands.add_parser(
         "stats",
@@ -492,20 +596,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    vault: Path | None = getattr(args, "vault", None)
-    if args.command in ("serve", "call") and vault is not None and not vault.is_dir():
-        raise SystemExit(
-            f"obsidian-mcp {args.command}: --vault {vault} is not a folder; give the vault's "
-            "root folder (the one that holds your notes)."
-        )
-    settings, problem = _settings(args)
+    named: list[str] = getattr(args, "vault", None) or []
+    for vault in named:
+        folder = Path(vault.partition("=")[2] if "=" in vault else vault).expanduser()
+        if args.command in ("serve", "call") and not folder.is_dir():
+            raise SystemExit(
+                f"obsidian-mcp {args.command}: --vault {vault} is not a folder; give the "
+                "vault's root folder (the one that holds your notes), as PATH or NAME=PATH."
+            )
+    settings, vaults, problem = _settings(args)
     if args.command == "serve":
-        _serve(settings, args, problem)
+        _serve(settings, vaults, args, problem)
         return
-    if problem is not None and args.command != "call":
-        raise SystemExit(f"obsidian-mcp: the environment's settings are invalid: {problem}")
+    if args.command == "call":
+        code = anyio.run(
+            _call, settings, vaults, args.tool, _argument_pairs(args.arguments), problem
+        )
+        sys.exit(code)
+    if problem is not None or vaults is None:
+        raise SystemExit(f"obsidian-mcp: the settings are invalid: {problem}")
     try:
-        code = _run(args, settings, problem)
+        code = _run(args, settings, vaults)
     except BrokenPipeError:
         # The reader stopped reading (`memory export | head -3`): it has what it wanted.
         # stdout goes nowhere from here, so the exit's own flush finds no closed pipe.
@@ -514,17 +625,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.exit(code)
 
 
-def _run(args: argparse.Namespace, settings: Settings, problem: str | None) -> int:
-    if args.command == "call":
-        return anyio.run(_call, settings, args.tool, _argument_pairs(args.arguments), problem)
+def _run(args: argparse.Namespace, settings: Settings, vaults: VaultSet) -> int:
     if args.command == "index":
-        return anyio.run(_index, settings)
+        return anyio.run(_index, vaults)
     if args.command == "doctor":
-        return anyio.run(_doctor, settings)
+        return anyio.run(_doctor, vaults)
     if args.command == "memory":
-        return anyio.run(_memory, settings, args)
+        return anyio.run(_memory, vaults, args)
     if args.command == "model":
         return _fetch(settings, args.name)
     if args.command == "stats":
         return _stats(settings, args)
+    if args.url is not None:
+        return anyio.run(_trust_url, settings, args.url, args.yes)
     return anyio.run(_trust, settings, args.yes)

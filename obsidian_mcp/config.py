@@ -5,11 +5,13 @@ rewriting their client configuration.
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from obsidian_mcp.limits import excerpt
@@ -36,6 +38,45 @@ TOOL_FAMILIES: dict[ToolFamily, tuple[str, ...]] = {
     "edit": ("vault_edit_note", "vault_undo_edit"),
 }
 
+
+# The plugin's ports, for a URL that names none (`DEFAULT_SETTINGS` in its src/constants.ts).
+PLUGIN_PORTS = {"https": 27124, "http": 27123}
+_HEX_FINGERPRINT = re.compile(r"[0-9A-F]{64}")
+
+
+def rest_url(value: str) -> str:
+    """A Local REST API address as `scheme://host:port[/path]`, the port the plugin's when
+    the URL names none; ValueError saying what is wrong."""
+    parts = urlsplit(value.strip())
+    example = "like https://192.168.65.254:27124"
+    if parts.scheme not in PLUGIN_PORTS:
+        raise ValueError(f"{excerpt(value)} is not an http(s) URL; write it {example}.")
+    if not parts.hostname or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"{excerpt(value)} must name a host and nothing else; write it {example}.")
+    try:
+        port = parts.port or PLUGIN_PORTS[parts.scheme]
+    except ValueError:
+        raise ValueError(f"{excerpt(value)} has no valid port; write it {example}.") from None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port}{parts.path.rstrip('/')}"
+
+
+def normalized_fingerprint(value: str) -> str:
+    """A SHA-256 fingerprint as `AB:CD:...` (upper case, colons), whatever its spelling;
+    ValueError if it is not one."""
+    digits = re.sub(r"[\s:]", "", value).upper()
+    if not _HEX_FINGERPRINT.fullmatch(digits):
+        raise ValueError(
+            "a SHA-256 fingerprint is 64 hexadecimal digits, colons optional (`obsidian-mcp "
+            "trust --url URL` shows it)."
+        )
+    return ":".join(digits[i : i + 2] for i in range(0, 64, 2))
+
+
+# A REST API address and a certificate fingerprint, as the settings and a vault's table
+# (`vault_set`) take them: normalised, or refused saying what is wrong.
+RestUrl = Annotated[str, AfterValidator(rest_url)]
+Fingerprint = Annotated[str, AfterValidator(normalized_fingerprint)]
 
 # What the usage log keeps (`obsidian_mcp.usage`): nothing, hashes of the questions and
 # note paths, or the questions and note paths themselves.
@@ -80,6 +121,23 @@ class Settings(BaseSettings):
     port: int = Field(default=27124, ge=1, le=65535, description="Local REST API port.")
     protocol: Literal["https", "http"] = Field(
         default="https", description="https (the plugin's default, port 27124) or http (27123)."
+    )
+    url: RestUrl | None = Field(
+        default=None,
+        description="The Local REST API's address on any host, e.g. "
+        "https://host.docker.internal:27124 (the port defaults to the plugin's). Replaces "
+        "OBSIDIAN_HOST, OBSIDIAN_PORT and OBSIDIAN_PROTOCOL.",
+    )
+    cert_sha256: Fingerprint | None = Field(
+        default=None,
+        description="The SHA-256 fingerprint of the REST API's certificate (`obsidian-mcp "
+        "trust --url URL` shows it and stores it): the certificate must be exactly that one, "
+        "and the host name it names is not checked (the plugin's names 127.0.0.1 only).",
+    )
+    config: Path | None = Field(
+        default=None,
+        description="A TOML file naming several vaults, one [vaults.NAME] table each (path, "
+        "url, api_key, cert, cert_sha256, default); `serve --config FILE` sets it too.",
     )
     vault_path: Path | None = Field(
         default=None,
@@ -327,7 +385,16 @@ class Settings(BaseSettings):
 
     @property
     def base_url(self) -> str:
-        return f"{self.protocol}://{self.host}:{self.port}"
+        return self.url if self.url is not None else f"{self.protocol}://{self.host}:{self.port}"
+
+    @property
+    def uses_https(self) -> bool:
+        return self.base_url.startswith("https://")
+
+    @property
+    def rest_address(self) -> str:
+        """The REST API's address without its scheme: host:port, and a path if it has one."""
+        return self.base_url.split("://", 1)[1]
 
     @property
     def stored_cert(self) -> Path:

@@ -1,24 +1,30 @@
 """Health checks for `obsidian-mcp doctor`, and certificate trust for `obsidian-mcp trust`."""
 
-import hashlib
 import os
 import ssl
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.errors import CertificateUntrusted, ObsidianUnreachable, VaultError
+from obsidian_mcp.errors import (
+    CertificatePinMismatch,
+    CertificateUntrusted,
+    ObsidianUnreachable,
+    VaultError,
+)
 from obsidian_mcp.index.embedder import load_embedder
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.identity import IdentityCheck, compare_sources, recovery_log
-from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
+from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client, pin_in_use
+from obsidian_mcp.sources.tls import presented_certificate
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
 # healthy: everything works. degraded: the tools answer, with less (Obsidian closed but the
@@ -33,11 +39,6 @@ class Check:
     outcome: Outcome
     detail: str
     fix: str = ""
-
-
-def fingerprint(pem: str) -> str:
-    digest = hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest().upper()
-    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,19 @@ async def download_certificate(settings: Settings) -> str:
     if "BEGIN CERTIFICATE" not in pem:
         raise VaultError("Obsidian answered, but not with a PEM certificate; is it the plugin?")
     return pem
+
+
+async def presented_certificate_at(url: str, timeout: float) -> str:
+    """The certificate the REST API at `url` presents in its TLS handshake, as PEM, not
+    verified (it is what the user is asked to trust); VaultError when none can be had."""
+    parts = urlsplit(url)
+    if parts.scheme != "https" or parts.hostname is None or parts.port is None:
+        raise VaultError(f"{url} is not an https address; only a TLS certificate can be pinned.")
+    host, port = parts.hostname, parts.port
+    try:
+        return await anyio.to_thread.run_sync(presented_certificate, host, port, timeout)
+    except (OSError, ssl.SSLError) as exc:
+        raise ObsidianUnreachable(url, exc.strerror or str(exc) or type(exc).__name__) from None
 
 
 def store_certificate(settings: Settings, pem: str) -> Path:
@@ -95,10 +109,17 @@ def _rest_checks(
 ) -> list[Check]:
     url = settings.base_url
     if error is not None:
-        if isinstance(error, CertificateUntrusted):
+        if isinstance(error, CertificateUntrusted | CertificatePinMismatch):
             return [
                 Check("Obsidian reachable", "ok", f"{url} answered"),
-                Check("certificate trusted", "fail", str(error), "run `obsidian-mcp trust`"),
+                Check(
+                    "certificate trusted",
+                    "fail",
+                    str(error),
+                    f"run `obsidian-mcp trust --url {url}`"
+                    if isinstance(error, CertificateUntrusted)
+                    else "",
+                ),
             ]
         detail = (
             f"no answer at {error.url} ({error.detail})"
@@ -110,14 +131,18 @@ def _rest_checks(
                 "Obsidian reachable",
                 "fail",
                 detail,
-                "open Obsidian and enable the Local REST API plugin; check OBSIDIAN_HOST/PORT",
+                "open Obsidian and enable the Local REST API plugin; check OBSIDIAN_URL (or "
+                "OBSIDIAN_HOST/PORT); on another host, set its 'Binding host' (README)",
             )
         ]
     assert info is not None
     checks = [Check("Obsidian reachable", "ok", f"{url} answered")]
-    if settings.protocol == "https":
+    if settings.uses_https:
+        pin = pin_in_use(settings)
         checks.append(
-            Check("certificate trusted", "ok", "verified")
+            Check("certificate trusted", "ok", f"pinned: SHA-256 {pin}, host name not checked")
+            if pin is not None
+            else Check("certificate trusted", "ok", "verified")
             if settings.verify_tls
             else Check(
                 "certificate trusted",
@@ -329,7 +354,7 @@ async def run_checks(settings: Settings) -> Report:
     identity: IdentityCheck | None = None
     if settings.api_key is None:
         checks.append(
-            Check("Obsidian reachable", "skip", "OBSIDIAN_API_KEY not set: vault folder only")
+            Check("Obsidian reachable", "skip", "no API key (OBSIDIAN_API_KEY): vault folder only")
         )
     else:
         error: VaultError | None = None

@@ -35,6 +35,7 @@ class NoteNotFound(VaultError):
 
 class IsAFolder(VaultError):
     def __init__(self, path: str) -> None:
+        self.path = path
         super().__init__(
             f"{_path(path)} is a folder, not a note. Call vault_tree(folder={_path(path)}) to "
             "list it, "
@@ -115,9 +116,23 @@ class AuthRejected(VaultError):
 class CertificateUntrusted(VaultError):
     def __init__(self, url: str) -> None:
         super().__init__(
-            f"The certificate of {url} is not trusted. Run `obsidian-mcp trust` once to store "
-            "the plugin's certificate, or set OBSIDIAN_CERT to its PEM file. Connect by "
-            "127.0.0.1: the certificate does not name localhost."
+            f"The certificate of {url} is not trusted. Run `obsidian-mcp trust --url {url}` "
+            "once: it shows the certificate's SHA-256 fingerprint and pins it (verification "
+            "stays on; the plugin's certificate names 127.0.0.1 only, so a pin replaces the "
+            "host name check)."
+        )
+
+
+class CertificatePinMismatch(VaultError):
+    """The REST API presented another certificate than the one pinned for it."""
+
+    def __init__(self, url: str, seen: str, fix: str) -> None:
+        self.seen = seen
+        super().__init__(
+            f"The certificate of {url} is not the one pinned for it: it presented SHA-256 "
+            f"{seen}. If Obsidian made a new certificate (the plugin does yearly, or when you "
+            f"regenerate it), {fix}; if not, something else answers at that address, so "
+            "nothing was sent to it."
         )
 
 

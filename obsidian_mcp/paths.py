@@ -64,8 +64,9 @@ def parent_folder(path: str) -> str:
 
 
 def note_name(path: str) -> str:
-    """The name Obsidian shows: the basename without a `.md` extension."""
-    base = path.rpartition("/")[2]
+    """The name Obsidian shows: the basename without a `.md` extension. Obsidian refuses a
+    colon in a name, so one before the basename ends a vault's name (`lore:Home.md`)."""
+    base = path.rpartition("/")[2].rpartition(":")[2]
     return base[:-3] if base.lower().endswith(".md") else base
 
 

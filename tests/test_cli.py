@@ -11,7 +11,7 @@ import pytest
 
 from obsidian_mcp import __version__
 from obsidian_mcp.cli import ProgressBar, main
-from obsidian_mcp.doctor import fingerprint
+from obsidian_mcp.sources.tls import fingerprint
 from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 

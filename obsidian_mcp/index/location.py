@@ -9,6 +9,7 @@ index is rebuilt for the new one; the cost is a rebuild, never a wrong answer.
 """
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.store import index_file
@@ -19,7 +20,7 @@ def vault_identity(settings: Settings) -> tuple[str, str]:
     if settings.vault_path is not None:
         folder = settings.vault_path.expanduser().resolve()
         return f"folder:{folder}", folder.name
-    return f"rest:{settings.host}:{settings.port}", f"obsidian-{settings.port}"
+    return f"rest:{settings.rest_address}", f"obsidian-{urlsplit(settings.base_url).port}"
 
 
 def index_path(settings: Settings) -> Path:

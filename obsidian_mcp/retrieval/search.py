@@ -26,7 +26,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.errors import InvalidArgument
+from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -100,6 +100,56 @@ def file_context(record: NoteRecord, *, with_gist: bool = True, replaced: str = 
         dates=tuple((key, day) for key, day in dates.dates if day not in record.path),
         replaced=replaced,
     )
+
+
+def packed_result(
+    frame: SearchResult,
+    hits: Sequence[PassageHit],
+    contexts: dict[str, FileContext],
+    matches: dict[str, int] | None = None,
+    *,
+    concise: bool = False,
+    parsed_of: Callable[[str], ParsedNote | None] | None = None,
+) -> SearchResult:
+    """The best of `hits` (best first) that fit `frame`'s limit and budget, grouped by note
+    under `frame`'s first line and totals, at what each costs as it will be shown
+    (`concise`: a line per note, no text); a hit whose note has no context is left out.
+    `parsed_of` gives a note's structure for the `next:` hint (`packing.next_read`); without
+    it (several vaults' answers merged) the hint names the best passage."""
+    candidates = [hit for hit in hits if hit.path in contexts]
+    budget = frame.max_tokens
+
+    def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
+        groups = group_by_file(chosen, contexts, matches)
+        return replace(
+            frame,
+            groups=tuple(groups),
+            total_passages=max(frame.total_passages, len(chosen)),
+            total_files=max(frame.total_files, len(groups)),
+            over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
+            read_next=next(iter(by_score(chosen)), None)
+            if parsed_of is None
+            else next_read(groups, chosen, parsed_of, text_shown=not concise),
+        )
+
+    # The first line and footer are paid for first, at their longest (three passages
+    # named as left out, a section to read next), so the passages get what remains.
+    longest = build(candidates[:1], candidates)
+    spent = frame_tokens(replace(longest, read_next=next(iter(candidates), None)))
+    packing = pack(
+        candidates,
+        limit=frame.limit,
+        budget=max(budget - spent, 0),
+        passage_cost=concise_passage_cost if concise else passage_cost,
+        group_cost=lambda path: (concise_group_cost if concise else group_cost)(contexts[path]),
+    )
+    chosen = list(packing.chosen)
+    result = build(chosen, packing.over_budget)
+    while chosen and estimate_tokens(format_search(result, concise=concise)) > budget:
+        # Estimates of the frame can be off by a few tokens; the budget is a promise.
+        chosen.pop()
+        result = build(chosen, packing.over_budget)
+    return result
 
 
 # A first question's wait for the meaning index is said in the answer when it was this
@@ -185,6 +235,8 @@ class Retriever:
     async def _logged(work: Callable[[], Awaitable[object]], what: str) -> None:
         try:
             await work()
+        except VaultError as exc:  # Obsidian unreachable or untrusted: said, no traceback
+            logger.warning("%s in the background failed: %s", what, exc)
         except Exception:  # the task's last word: calls do the work again, and say why not
             logger.exception("%s in the background failed", what)
 
@@ -388,50 +440,31 @@ class Retriever:
                     with_gist=include_context,
                     replaced=self.currency.label(self.corpus, record),
                 )
-        candidates = [hit for hit in hits if hit.path in contexts]
-
         def parsed_of(path: str) -> ParsedNote | None:
             record = self.corpus.record(path)
             return None if record is None else record.parsed
 
-        def build(chosen: Sequence[PassageHit], over: Sequence[PassageHit]) -> SearchResult:
-            groups = group_by_file(chosen, contexts, matches)
-            return SearchResult(
+        return packed_result(
+            SearchResult(
                 tool=tool,
                 query=query,
                 folder=scope,
                 source=source,
                 source_note=note,
-                groups=tuple(groups),
+                groups=(),
                 limit=limit,
                 max_tokens=budget,
-                total_passages=max(total_passages, len(chosen)),
-                total_files=max(total_files, len(groups)),
-                over_budget=tuple(by_score(over)[:_OVER_BUDGET_NAMED]),
+                total_passages=total_passages,
+                total_files=total_files,
+                over_budget=(),
                 strength=strength,
-                read_next=next_read(groups, chosen, parsed_of, text_shown=not concise),
-            )
-
-        # The first line and footer are paid for first, at their longest (three passages
-        # named as left out, a section to read next), so the passages get what remains.
-        longest = build(candidates[:1], candidates)
-        frame = frame_tokens(replace(longest, read_next=next(iter(candidates), None)))
-        packing = pack(
-            candidates,
-            limit=limit,
-            budget=max(budget - frame, 0),
-            passage_cost=concise_passage_cost if concise else passage_cost,
-            group_cost=lambda path: (concise_group_cost if concise else group_cost)(
-                contexts[path]
             ),
+            hits,
+            contexts,
+            matches,
+            concise=concise,
+            parsed_of=parsed_of,
         )
-        chosen = list(packing.chosen)
-        result = build(chosen, packing.over_budget)
-        while chosen and estimate_tokens(format_search(result, concise=concise)) > budget:
-            # Estimates of the frame can be off by a few tokens; the budget is a promise.
-            chosen.pop()
-            result = build(chosen, packing.over_budget)
-        return result
 
     # -- exact search ----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from obsidian_mcp.server.read_tools import register_read_tools
 from obsidian_mcp.server.search_tools import register_search_tools
 from obsidian_mcp.server.status import register_status_resource
 from obsidian_mcp.usage.log import usage_recorder
+from obsidian_mcp.vault_set import VaultConfigError, VaultSet, configured_vaults
 
 # The tool-selection guide, the one place it is written, by family in the order an agent
 # should reach for them; each family's part is sent only when OBSIDIAN_TOOLS lists it.
@@ -38,10 +39,21 @@ _FOLLOW_HINTS = (
 )
 
 
-def server_instructions(families: Collection[ToolFamily]) -> str:
+def _several_intro(vaults: VaultSet) -> str:
+    """The one description of the `vault` argument every tool takes, with the names."""
+    default = vaults.default
+    names = ", ".join(name + (" (default)" if name == default else "") for name in vaults.names)
+    return (
+        f"The user's Obsidian vaults: {names}. Every tool takes vault=NAME; searches without "
+        "it cover all. Paths read back as shown (NAME:path)."
+    )
+
+
+def server_instructions(families: Collection[ToolFamily], vaults: VaultSet | None = None) -> str:
     """The guide to the tools of these families, and to no other."""
     guides = [guide for family, guide in _GUIDES.items() if family in families]
-    return "\n".join([_INTRO, *guides, _FOLLOW_HINTS])
+    intro = _several_intro(vaults) if vaults is not None and vaults.several else _INTRO
+    return "\n".join([intro, *guides, _FOLLOW_HINTS])
 
 
 def build_server(
@@ -49,15 +61,22 @@ def build_server(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     configuration_error: str | None = None,
+    vaults: VaultSet | None = None,
 ) -> VaultServer:
-    """The server for these settings; `transport` replaces the network for the REST client.
-    With a `configuration_error` it still serves, and every call answers with that error."""
+    """The server for these settings and `vaults` (default: those the settings name, see
+    `vault_set`); `transport` replaces the network for the REST client. With a
+    `configuration_error` it still serves, and every call answers with that error."""
+    if vaults is None and configuration_error is None:
+        try:
+            vaults = configured_vaults(settings)
+        except VaultConfigError as exc:
+            configuration_error = str(exc)
 
     state_ref = StateRef()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncGenerator[AppState, None]:
-        async with app_lifespan(settings, transport, configuration_error) as state:
+        async with app_lifespan(settings, transport, configuration_error, vaults) as state:
             state_ref.set(state)
             try:
                 yield state
@@ -67,9 +86,11 @@ def build_server(
     mcp = VaultServer(
         "obsidian-mcp",
         version=__version__,
-        instructions=server_instructions(settings.families),
+        instructions=server_instructions(settings.families, vaults),
         lifespan=lifespan,
-        usage=usage_recorder(settings),
+        several_vaults=vaults is not None and vaults.several,
+        # The file of several vaults may switch the usage log on (`vault_set.SERVER_KEYS`).
+        usage=usage_recorder(vaults.settings if vaults is not None else settings),
     )
     register_read_tools(mcp)
     register_search_tools(mcp)

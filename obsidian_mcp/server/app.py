@@ -1,10 +1,12 @@
-"""The server's long-lived state: settings, the HTTP client, and what serves the vault (the
-vault itself, the memory store, the retriever and its caches), built once per server run."""
+"""The server's long-lived state: settings, and per configured vault its HTTP client and
+what serves it (the vault itself, the memory store, the retriever and its caches, the
+editor and its undo journal), built once per server run. Vaults share nothing but the
+process (and the embedding model it loaded once)."""
 
 import logging
 import threading
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from obsidian_mcp.index.embedder import (
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder
+from obsidian_mcp.limits import excerpt
 from obsidian_mcp.memory.cache import memory_cache_path
 from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.store import MemoryStore
@@ -34,6 +37,7 @@ from obsidian_mcp.sources.identity import journal_file, lock_names, recovery_log
 from obsidian_mcp.sources.locking import VaultLock, lock_file
 from obsidian_mcp.sources.rest import RestSource, build_http_client
 from obsidian_mcp.vault import NoVaultConfigured, Vault
+from obsidian_mcp.vault_set import NamedVault, VaultSet, configured_vaults
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +50,24 @@ class VaultServices:
     editor: Editor
 
 
+class UnknownVault(VaultError):
+    def __init__(self, name: str, vaults: "list[ServedVault]", default: str) -> None:
+        names = ", ".join(v.name + (" (the default)" if v.name == default else "") for v in vaults)
+        super().__init__(
+            f"There is no vault {excerpt(name)}; the vaults are {names}. Leave vault out for "
+            f"{default}."
+        )
+
+
 @dataclass
-class AppState:
+class ServedVault:
+    """One configured vault at run time: its settings, and what serves it or why nothing
+    does."""
+
+    name: str
     settings: Settings
     services: VaultServices | None
-    # Why no vault could be opened; what every tool says until the configuration is fixed.
+    # Why no source could be opened; what every tool on this vault says until it is fixed.
     unavailable_reason: str
     # Settings that cannot work (a bad value, an unusable certificate): the server runs
     # anyway, so the client sees this message instead of "Connection closed".
@@ -62,6 +79,37 @@ class AppState:
         if self.services is None:
             raise NoVaultConfigured(self.unavailable_reason)
         return self.services
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    vaults: list[ServedVault]
+    default: str
+
+    @property
+    def several(self) -> bool:
+        return len(self.vaults) > 1
+
+    def served(self, name: str | None = None) -> ServedVault:
+        """The vault of this name (in any case), the default for None; UnknownVault."""
+        wanted = (name if name is not None else self.default).strip().casefold()
+        found = next((v for v in self.vaults if v.name.casefold() == wanted), None)
+        if found is None:
+            raise UnknownVault(name or "", self.vaults, self.default)
+        return found
+
+    def require(self, name: str | None = None) -> VaultServices:
+        return self.served(name).require()
+
+    @property
+    def services(self) -> VaultServices | None:
+        """The default vault's services."""
+        return self.served().services
+
+    @property
+    def unavailable_reason(self) -> str:
+        return self.served().unavailable_reason
 
 
 class StateRef:
@@ -184,48 +232,77 @@ def open_retriever(
 _VIEW_FLUSH_SECONDS = 5.0
 
 
+async def _serve_vault(
+    named: NamedVault,
+    model: Callable[[], Embedder] | None,
+    transport: httpx.AsyncBaseTransport | None,
+    clients: AsyncExitStack,
+) -> ServedVault:
+    """Open one vault: its REST client (kept open by `clients`), its sources and services."""
+    settings = named.settings
+    try:
+        http = await clients.enter_async_context(build_http_client(settings, transport=transport))
+    except VaultError as exc:
+        logger.error("%s", exc)
+        return ServedVault(named.name, settings, None, str(exc), str(exc))
+    vault, note = await open_vault(settings, http)
+    if vault is None:
+        return ServedVault(named.name, settings, None, note)
+    services = VaultServices(
+        vault=vault,
+        memory=open_memory(settings, vault, model),
+        retriever=open_retriever(vault, settings, model),
+        editor=open_editor(settings, vault),
+    )
+    return ServedVault(named.name, settings, services, note)
+
+
+async def _close(services: VaultServices) -> None:
+    with anyio.move_on_after(_VIEW_FLUSH_SECONDS, shield=True):
+        await services.memory.flush_view()
+    services.retriever.close()
+    services.memory.close()
+    services.editor.close()
+
+
 @asynccontextmanager
 async def app_lifespan(
     settings: Settings,
     transport: httpx.AsyncBaseTransport | None = None,
     configuration_error: str | None = None,
+    vaults: VaultSet | None = None,
 ) -> AsyncGenerator[AppState, None]:
     if configuration_error is not None:
-        yield AppState(settings, None, configuration_error, configuration_error)
+        names = vaults.names if vaults is not None else ["vault"]
+        broken = [
+            ServedVault(name, settings, None, configuration_error, configuration_error)
+            for name in names
+        ]
+        yield AppState(settings, broken, vaults.default if vaults is not None else names[0])
         return
-    try:
-        http = build_http_client(settings, transport=transport)
-    except VaultError as exc:
-        logger.error("%s", exc)
-        yield AppState(settings, None, str(exc), str(exc))
-        return
-    async with http:
-        vault, note = await open_vault(settings, http)
-        model = model_loader(settings)
-        services = (
-            VaultServices(
-                vault=vault,
-                memory=open_memory(settings, vault, model),
-                retriever=open_retriever(vault, settings, model),
-                editor=open_editor(settings, vault),
-            )
-            if vault is not None
-            else None
-        )
+    configured = vaults if vaults is not None else configured_vaults(settings)
+    model = model_loader(settings)
+    async with AsyncExitStack() as clients:
+        served: dict[str, ServedVault] = {}
+
+        async def serve(named: NamedVault) -> None:
+            served[named.name] = await _serve_vault(named, model, transport, clients)
+
+        # Side by side: a vault whose Obsidian does not answer costs its timeout once.
+        async with anyio.create_task_group() as opening:
+            for named in configured.vaults:
+                opening.start_soon(serve, named)
+        state = AppState(settings, [served[name] for name in configured.names], configured.default)
+        running = [v.services for v in state.vaults if v.services is not None]
         try:
             async with anyio.create_task_group() as background:
-                if services is not None:
+                for services in running:
                     background.start_soon(services.retriever.warm_up)
-                if services is not None and settings.memory_meaning:
-                    background.start_soon(services.memory.keep_meaning_current)
-                if services is not None:
+                    if settings.memory_meaning:
+                        background.start_soon(services.memory.keep_meaning_current)
                     background.start_soon(services.memory.keep_view_current)
-                yield AppState(settings=settings, services=services, unavailable_reason=note)
+                yield state
                 background.cancel_scope.cancel()
         finally:
-            if services is not None:
-                with anyio.move_on_after(_VIEW_FLUSH_SECONDS, shield=True):
-                    await services.memory.flush_view()
-                services.retriever.close()
-                services.memory.close()
-                services.editor.close()
+            for services in running:
+                await _close(services)

@@ -139,6 +139,33 @@ def without_abuse_limits(schema: Schema) -> Schema:
     return {**schema, "properties": {name: strip(spec) for name, spec in properties.items()}}
 
 
+# The argument that picks a vault when several are served (`server.common.VaultName`).
+VAULT_PARAMETER = "vault"
+
+
+def without_parameter(schema: Schema, name: str) -> Schema:
+    properties = cast(dict[str, Schema], schema.get("properties", {}))
+    if name not in properties:
+        return schema
+    kept: Schema = {
+        **schema,
+        "properties": {key: spec for key, spec in properties.items() if key != name},
+    }
+    return kept
+
+
+def listed_vault(schema: Schema) -> Schema:
+    """The `vault` argument listed bare: the instructions say once that it takes a vault's
+    name, and name them. Its type repeated in every tool would cost the two-vault listing 224
+    characters: 2,625 tokens with it, 2,569 without, against issue 28's 2,600 (python -m
+    bench.definitions). A value that is not a name is refused with the names
+    (`AppState.served`)."""
+    properties = cast(dict[str, Schema], schema.get("properties", {}))
+    if VAULT_PARAMETER not in properties:
+        return schema
+    return {**schema, "properties": {**properties, VAULT_PARAMETER: {}}}
+
+
 def _paragraphs(docstring: str) -> str:
     """A docstring as the model reads it best: each paragraph on one line, no indentation."""
     paragraphs = inspect.cleandoc(docstring).split("\n\n")
@@ -278,9 +305,17 @@ class VaultServer(MCPServer[AppState]):
     `compact_annotations`). Clients send the definitions with every request, so each
     character is paid for many times in every session."""
 
-    def __init__(self, *args: Any, usage: UsageRecorder | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        several_vaults: bool = False,
+        usage: UsageRecorder | None = None,
+        **kwargs: Any,
+    ) -> None:
         # Each tool's schema with every bound, for the messages of refused arguments.
         self._schemas: dict[str, Schema] = {}
+        # Whether tools list their `vault` argument: only with more than one vault to name.
+        self._several_vaults = several_vaults
         # The usage log (None: off), and the tool list's tokens it puts on each line.
         self._usage = usage
         self._definitions_tokens: int | None = None
@@ -311,9 +346,12 @@ class VaultServer(MCPServer[AppState]):
         if tool is not None:
             tool.fn_metadata = TextAsSent.of(tool.fn_metadata)
             compact = compact_schema(tool.parameters)
+            if not self._several_vaults:
+                # One vault: the argument is not listed, and refused like any unknown one.
+                compact = without_parameter(compact, VAULT_PARAMETER)
             # Error messages quote every bound; the listing leaves abuse limits out.
             self._schemas[tool.name] = compact
-            tool.parameters = without_abuse_limits(compact)
+            tool.parameters = listed_vault(without_abuse_limits(compact))
 
     def keep_tools(self, names: Collection[str]) -> None:
         """Unregister every tool not named: the families OBSIDIAN_TOOLS leaves out."""

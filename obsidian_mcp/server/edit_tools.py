@@ -11,7 +11,7 @@ from obsidian_mcp.editing.operations import EditRequest, Operation
 from obsidian_mcp.editing.service import Receipt
 from obsidian_mcp.limits import MAX_ID_CHARS, MAX_PATH_CHARS
 from obsidian_mcp.server.app import AppState
-from obsidian_mcp.server.common import OutputFormat, app_state, to_json, tool_errors
+from obsidian_mcp.server.common import OutputFormat, VaultName, to_json, vault_call
 
 # Destructive: replace, delete and replace_text remove the user's text (undo can bring it
 # back, but the hint is about the call). Not idempotent: appending twice adds twice.
@@ -75,15 +75,16 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         dry_run: Annotated[bool, Field(description="Only show the receipt.")] = False,
         force: Annotated[bool, Field(description="Even if the user is typing.")] = False,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Change a note's section, block, frontmatter key or exact text, or create a note;
         replies with a receipt (diff, version, edit_id)."""
-        state = app_state(ctx)
         request = EditRequest(operation, target, content, expected_count, create_target)
-        with tool_errors():
-            receipt = await state.require().editor.edit(
-                path, request, version=version, dry_run=dry_run, force=force
+        async with vault_call(ctx, vault, path) as call:
+            receipt = await call.services.editor.edit(
+                call.path, request, version=version, dry_run=dry_run, force=force
             )
+        receipt = call.shown(receipt)
         return to_json(receipt) if format == "json" else format_receipt(receipt)
 
     @mcp.tool(annotations=EDIT, structured_output=False)
@@ -93,8 +94,10 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         ],
         ctx: Context[AppState],
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Undo an edit; refused if the text it wrote has changed."""
-        with tool_errors():
-            receipt = await app_state(ctx).require().editor.undo(edit_id)
+        # With several vaults a receipt's edit_id names its vault, as its path does.
+        async with vault_call(ctx, vault, edit_id) as call:
+            receipt = call.shown(await call.services.editor.undo(call.path))
         return to_json(receipt) if format == "json" else format_receipt(receipt)

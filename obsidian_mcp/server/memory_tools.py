@@ -37,10 +37,11 @@ from obsidian_mcp.server.common import (
     MaxTokens,
     OneOrMore,
     OutputFormat,
+    VaultName,
     app_state,
     resource_errors,
     to_json,
-    tool_errors,
+    vault_call,
 )
 from obsidian_mcp.usage.facts import returned
 
@@ -138,11 +139,12 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 description="When, if not today ('yesterday', a date).",
             ),
         ] = None,
+        vault: VaultName = None,
     ) -> str:
         """Save a fact, decision, preference or event for later sessions (a changed fact:
         the old id as supersedes). Returns its id and the closest memories."""
-        with tool_errors():
-            memory = app_state(ctx).require().memory
+        async with vault_call(ctx, vault) as call:
+            memory = call.services.memory
             result = await memory.remember(
                 content,
                 tags,
@@ -153,7 +155,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 scope=scope,
                 occurred=occurred,
             )
-        return render_remembered(result, memory.now())
+        return call.memory_calls(render_remembered(result, memory.now()))
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_recall(
@@ -196,12 +198,13 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         include_superseded: Annotated[bool, Field(description="Replaced facts too.")] = False,
         max_tokens: MaxTokens = None,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Memories from vault_remember by tags, query, time or scope; best first, else
         newest. Says first when none match."""
         state = app_state(ctx)
-        with tool_errors():
-            recall = await state.require().memory.recall(
+        async with vault_call(ctx, vault) as call:
+            recall = await call.services.memory.recall(
                 tags=tags or (),
                 all_tags=match_all_tags,
                 query=query or "",
@@ -217,7 +220,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         budget = max_tokens or state.settings.max_tokens
         if format == "json":
             return to_json(recall_data(recall, budget))
-        return render_recall(recall, budget)
+        return call.memory_calls(render_recall(recall, budget))
 
     @mcp.tool(annotations=FORGET, structured_output=False)
     async def vault_forget(
@@ -226,10 +229,11 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             Field(max_length=MAX_ID_CHARS, description="The id vault_recall shows."),
         ],
         ctx: Context[AppState],
+        vault: VaultName = None,
     ) -> str:
         """Retire a wrong memory (a changed fact: remember it anew with supersedes)."""
-        with tool_errors():
-            memory_store = app_state(ctx).require().memory
+        async with vault_call(ctx, vault) as call:
+            memory_store = call.services.memory
             forgotten = await memory_store.forget(id)
         return render_forgotten(forgotten, memory_store.now())
 

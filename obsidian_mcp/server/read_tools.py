@@ -23,15 +23,19 @@ from obsidian_mcp.reading import (
     NoteWindow,
     SearchMap,
 )
+from obsidian_mcp.retrieval.across import merged_map
 from obsidian_mcp.retrieval.render import echo, echo_argument
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     APPEND_ONLY,
     READ_ONLY,
     OutputFormat,
+    VaultName,
     app_state,
+    results_of,
+    search_every_vault,
     to_json,
-    tool_errors,
+    vault_call,
 )
 from obsidian_mcp.text.wording import plural
 from obsidian_mcp.usage.facts import returned
@@ -219,28 +223,32 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             Field(ge=200, le=100_000, description="Most characters (default 6,000)."),
         ] = None,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """A note's text verbatim: whole, a section (heading) or from an offset."""
-        state = app_state(ctx)
-        with tool_errors():
+        async with vault_call(ctx, vault, path) as call:
             window = await reading.read_note_window(
-                state.require().vault,
-                path,
+                call.services.vault,
+                call.path,
                 heading=heading,
                 offset=offset,
-                max_chars=max_chars or state.settings.read_max_chars,
+                max_chars=max_chars or app_state(ctx).settings.read_max_chars,
             )
+        window = call.shown(window)
         returned(window)
         return to_json(window) if format == "json" else format_window(window)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_peek_file(
-        path: NotePath, ctx: Context[AppState], format: OutputFormat = "markdown"
+        path: NotePath,
+        ctx: Context[AppState],
+        format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """A note's outline, no text: title, tags, size, frontmatter keys, gist, headings with
         their tokens."""
-        with tool_errors():
-            outline = await reading.peek_note(app_state(ctx).require().vault, path)
+        async with vault_call(ctx, vault, path) as call:
+            outline = call.shown(await reading.peek_note(call.services.vault, call.path))
         returned(outline)
         return to_json(outline) if format == "json" else format_outline(outline)
 
@@ -253,10 +261,11 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         ] = "",
         depth: Annotated[int, Field(ge=1, le=6, description="Levels shown.")] = 2,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Folders with note counts, and notes, to a depth; no note text."""
-        with tool_errors():
-            node = await reading.vault_tree(app_state(ctx).require().vault, folder)
+        async with vault_call(ctx, vault, folder) as call:
+            node = call.shown(await reading.vault_tree(call.services.vault, call.path))
         return to_json(tree_data(node, depth)) if format == "json" else format_tree(node, depth)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
@@ -275,12 +284,18 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             Field(max_length=MAX_PATH_CHARS, description="Count under this folder."),
         ] = "",
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Where exact words cluster: match counts per folder and file, no text."""
-        with tool_errors():
-            result = await reading.search_map(app_state(ctx).require().vault, query, folder)
+        searched = await search_every_vault(
+            ctx,
+            vault,
+            folder,
+            lambda call: reading.search_map(call.services.vault, query, call.path),
+        )
+        result = merged_map(results_of(searched.found))
         returned(result)
-        return to_json(result) if format == "json" else format_search_map(result)
+        return searched.notes + (to_json(result) if format == "json" else format_search_map(result))
 
     @mcp.tool(annotations=APPEND_ONLY, structured_output=False)
     async def vault_scratch_append(
@@ -289,11 +304,12 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             Field(min_length=1, max_length=MAX_SCRATCH_CHARS, description="Markdown to append."),
         ],
         ctx: Context[AppState],
+        vault: VaultName = None,
     ) -> str:
         """Append a timestamped entry to your scratch note, a notepad the user can read."""
-        state = app_state(ctx)
-        with tool_errors():
+        scratch = app_state(ctx).settings.scratch_path
+        async with vault_call(ctx, vault) as call:
             path = await reading.append_scratch(
-                state.require().vault, state.settings.scratch_path, text, datetime.now(UTC)
+                call.services.vault, scratch, text, datetime.now(UTC)
             )
-        return f"Appended to {path}."
+        return f"Appended to {call.shown_path(path)}."

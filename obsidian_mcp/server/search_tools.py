@@ -8,6 +8,12 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS
+from obsidian_mcp.retrieval.across import (
+    answer_relevance,
+    merged_quick_context,
+    merged_search,
+    shown_hits,
+)
 from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.packing import SearchResult
 from obsidian_mcp.retrieval.quick_context import QuickContext, quick_context
@@ -20,15 +26,16 @@ from obsidian_mcp.retrieval.render_topics import (
     related_data,
     within_budget,
 )
-from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     READ_ONLY,
     MaxTokens,
     OutputFormat,
-    app_state,
+    Searched,
+    VaultName,
+    search_every_vault,
     to_json,
-    tool_errors,
+    vault_call,
 )
 from obsidian_mcp.usage.facts import returned
 
@@ -41,15 +48,35 @@ Folder = Annotated[str, Field(max_length=MAX_PATH_CHARS, description="Only under
 Concise = Annotated[bool, Field(description="Paths and scores only.")]
 
 
-def _retriever(ctx: Context[AppState]) -> Retriever:
-    return app_state(ctx).require().retriever
+async def _relevance(
+    query: str, searched: Searched[SearchResult] | Searched[QuickContext]
+) -> dict[str, float] | None:
+    """How near in meaning each vault's answer is (`across.answer_relevance`); None for one."""
+    if len(searched.found) < 2:
+        return None
+    answers = [
+        (
+            call.name,
+            call.services.retriever,
+            shown_hits(found) if isinstance(found, SearchResult) else found.previews,
+        )
+        for call, found in searched.found
+    ]
+    return await answer_relevance(query, answers)
 
 
-def _render_search(result: SearchResult, *, format: str, concise: bool) -> str:
+async def _render_search(
+    query: str, searched: Searched[SearchResult], *, format: str, concise: bool
+) -> str:
+    result = merged_search(
+        [(call.name, call.shown(found)) for call, found in searched.found],
+        await _relevance(query, searched),
+        concise=concise,
+    )
     returned(result)
     if format == "json":
-        return to_json(search_data(result, concise=concise))
-    return format_search(result, concise=concise)
+        return searched.notes + to_json(search_data(result, concise=concise))
+    return searched.notes + format_search(result, concise=concise)
 
 
 def _progress(ctx: Context[AppState]) -> ProgressCallback:
@@ -78,20 +105,25 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         max_tokens: MaxTokens = None,
         concise: Concise = False,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Default for any question: the passages that answer it, verbatim, grouped by note
         with heading, link and score."""
-        with tool_errors():
-            result = await _retriever(ctx).semantic_query(
+        searched = await search_every_vault(
+            ctx,
+            vault,
+            folder,
+            lambda call: call.services.retriever.semantic_query(
                 query,
                 limit=limit,
-                folder=folder,
+                folder=call.path,
                 max_tokens=max_tokens,
                 include_context=include_context,
                 concise=concise,
                 progress=_progress(ctx),
-            )
-        return _render_search(result, format=format, concise=concise)
+            ),
+        )
+        return await _render_search(query, searched, format=format, concise=concise)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_smart_search(
@@ -112,20 +144,25 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         max_tokens: MaxTokens = None,
         concise: Concise = False,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """Exact words or quoted phrases (names, code terms): each note holding all, its
         matches as snippets, with counts."""
-        with tool_errors():
-            result = await _retriever(ctx).smart_search(
+        searched = await search_every_vault(
+            ctx,
+            vault,
+            folder,
+            lambda call: call.services.retriever.smart_search(
                 query,
                 limit=limit,
                 snippet_length=snippet_length,
-                folder=folder,
+                folder=call.path,
                 max_tokens=max_tokens,
                 concise=concise,
                 progress=_progress(ctx),
-            )
-        return _render_search(result, format=format, concise=concise)
+            ),
+        )
+        return await _render_search(query, searched, format=format, concise=concise)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_find_related(
@@ -140,12 +177,14 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         limit: Annotated[int, Field(ge=1, le=50, description="Most notes per list.")] = 5,
         concise: Concise = False,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """A note's links, backlinks and similar unlinked notes, each with why."""
-        with tool_errors():
+        async with vault_call(ctx, vault, path) as call:
             related = await find_related(
-                _retriever(ctx), path, limit=limit, progress=_progress(ctx)
+                call.services.retriever, call.path, limit=limit, progress=_progress(ctx)
             )
+        related = call.shown(related)
         returned(related)
         if format == "json":
             return to_json(related_data(related, concise=concise))
@@ -164,16 +203,25 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
         ctx: Context[AppState],
         max_tokens: MaxTokens = None,
         format: OutputFormat = "markdown",
+        vault: VaultName = None,
     ) -> str:
         """A topic's overview before deeper work: main notes with gists, links, themes, key
         passages."""
-        with tool_errors():
-            context = await quick_context(
-                _retriever(ctx), topic, max_tokens=max_tokens, progress=_progress(ctx)
-            )
+        searched = await search_every_vault(
+            ctx,
+            vault,
+            "",
+            lambda call: quick_context(
+                call.services.retriever, topic, max_tokens=max_tokens, progress=_progress(ctx)
+            ),
+        )
+        context = merged_quick_context(
+            [(call.name, call.shown(found)) for call, found in searched.found],
+            await _relevance(topic, searched),
+        )
         render = json_quick_context if format == "json" else format_quick_context
         shown = within_budget(context, render)
         returned(shown)
         if format == "json":
-            return to_json(quick_context_data(shown))
-        return format_quick_context(shown)
+            return searched.notes + to_json(quick_context_data(shown))
+        return searched.notes + format_quick_context(shown)

@@ -6,7 +6,7 @@ from dataclasses import asdict
 from mcp.server import MCPServer
 
 from obsidian_mcp.errors import VaultError
-from obsidian_mcp.server.app import AppState, StateRef, VaultServices
+from obsidian_mcp.server.app import AppState, ServedVault, StateRef, VaultServices
 from obsidian_mcp.server.common import to_json
 
 logger = logging.getLogger(__name__)
@@ -26,20 +26,31 @@ async def _memory_status(services: VaultServices) -> dict[str, object]:
                 "the server's log."}
 
 
-async def status_data(state: AppState) -> dict[str, object]:
-    if state.services is None:
-        return {"vault": None, "problem": state.unavailable_reason}
-    vault = state.services.vault
+async def _vault_status(served: ServedVault) -> dict[str, object]:
+    services = served.services
+    if services is None:
+        return {"vault": None, "problem": served.unavailable_reason}
+    vault = services.vault
     status = vault.status()
-    memory = await _memory_status(state.services)
+    memory = await _memory_status(services)
     return {
         "live_source": status.live,
         "vault_folder": status.disk,
         "smart_env": str(vault.smart_env_dir) if vault.smart_env_dir else None,
         "notes": status.notes,
         "memory": memory,
-        "index": state.services.retriever.index_status(),
-        "scratch_path": state.settings.scratch_path,
+        "index": services.retriever.index_status(),
+        "scratch_path": served.settings.scratch_path,
+    }
+
+
+async def status_data(state: AppState) -> dict[str, object]:
+    """The vault's status; with several, each vault's by name and which is the default."""
+    if not state.several:
+        return await _vault_status(state.served())
+    return {
+        "default_vault": state.default,
+        "vaults": {served.name: await _vault_status(served) for served in state.vaults},
     }
 
 

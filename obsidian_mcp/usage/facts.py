@@ -31,6 +31,8 @@ class CallFacts:
     notes: tuple[NoteSection, ...] = ()
     # Passages, notes, rows or memories the reply holds; None when the tool did not say.
     items: int | None = None
+    # The vaults the call worked on, when the server has several (`vaults_used`).
+    vaults: tuple[str, ...] = ()
 
 
 _CURRENT: ContextVar[CallFacts | None] = ContextVar("usage_call_facts", default=None)
@@ -52,6 +54,13 @@ def returned(result: object) -> None:
     facts = _CURRENT.get()
     if facts is not None:
         _fill(result, facts)
+
+
+def vaults_used(names: Iterable[str]) -> None:
+    """Note which of several configured vaults the call worked on, when it is logged."""
+    facts = _CURRENT.get()
+    if facts is not None:
+        facts.vaults = tuple(names)
 
 
 def _section(heading_path: Iterable[str]) -> str:

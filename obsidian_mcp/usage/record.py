@@ -3,7 +3,8 @@
 
 A line holds the time, the tool, the session, the names of the arguments given, the
 options (numbers, flags and choices from a list, as given), the reply's tokens, the
-elapsed time, the error's kind, and what the tool returned (`facts`). Text arguments
+elapsed time, the error's kind, and what the tool returned and which of several vaults it
+worked on, by their configured names (`facts`). Text arguments
 (questions, paths, headings, tags) are kept as written only with `full`; `on` keeps a
 keyed hash of each, enough to see the same question or note again. What an agent writes
 into the vault (`WRITTEN_ARGUMENTS`) is never kept, only its length. The words of a
@@ -143,6 +144,7 @@ def call_record(call: ToolCall, redactor: Redactor, session: str) -> dict[str, o
         "ms": round(call.seconds * 1000, 2),
         "error": call.error,
         "sources": list(call.facts.sources),
+        "vaults": list(call.facts.vaults),
         "items": call.facts.items,
         "notes": [
             [redactor.text(note), redactor.text(section) if section else ""]

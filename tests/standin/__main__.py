@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from .certs import load_or_generate_certificate
+from .certs import DEFAULT_BINDING_HOST, load_or_generate_certificate
 from .server import SMART_FORK, SMART_OFF, SMART_UPSTREAM, Config, Faults, StandinServer, State
 
 
@@ -30,6 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plugin-version", default="5.1.0", help="plugin version to emulate")
     parser.add_argument("--api-key", default=None, help="bearer key (default: random 64-hex)")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--binding-host",
+        default=DEFAULT_BINDING_HOST,
+        help="the address to listen on (the plugin's 'Binding host' setting); a certificate "
+        "made now names it too, unless it is 0.0.0.0",
+    )
+    parser.add_argument(
+        "--subject-alt-names",
+        default="",
+        help="extra host names for a certificate made now, comma-separated (the plugin's "
+        "'Certificate hostnames' setting)",
+    )
     parser.add_argument("--http", action="store_true", help="plain HTTP instead of HTTPS")
     parser.add_argument(
         "--cert-dir",
@@ -83,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     with tempfile.TemporaryDirectory(prefix="standin-cert-") as tmp:
-        cert = load_or_generate_certificate(args.cert_dir or Path(tmp))
+        cert = load_or_generate_certificate(
+            args.cert_dir or Path(tmp),
+            args.binding_host,
+            tuple(args.subject_alt_names.split(",")),
+        )
         api_key = args.api_key or secrets.token_hex(32)
         config = Config(
             vault=vault,
@@ -98,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             tls.load_cert_chain(cert.cert_path, cert.key_path)
         state = State(config, faults)
-        server = StandinServer(state, args.port, tls)
+        server = StandinServer(state, args.binding_host, args.port, tls)
         port = server.server_address[1]
 
         stop = threading.Event()
@@ -113,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         loop.start()
         scheme = "http" if args.http else "https"
+        # Listening on every address, it answers on the one its certificate names.
+        host = DEFAULT_BINDING_HOST if args.binding_host == "0.0.0.0" else args.binding_host
         ready = {
-            "url": f"{scheme}://127.0.0.1:{port}",
+            "url": f"{scheme}://{host}:{port}",
             "port": port,
             "cert": str(cert.cert_path),
             "api_key": api_key,

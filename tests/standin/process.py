@@ -42,6 +42,8 @@ class StandinProcess:
         plugin_version: str = "5.1.0",
         api_key: str | None = None,
         port: int = 0,
+        binding_host: str | None = None,
+        subject_alt_names: tuple[str, ...] = (),
         http: bool = False,
         cert_dir: str | Path | None = None,
         smart: str = "upstream",
@@ -71,6 +73,8 @@ class StandinProcess:
             "--fail-every": fail_every,
             "--hang-pattern": hang_pattern,
             "--drop-every": drop_every,
+            "--binding-host": binding_host,
+            "--subject-alt-names": ",".join(subject_alt_names) or None,
         }
         for flag, value in options.items():
             if value is not None:
@@ -175,8 +179,12 @@ class StandinProcess:
     # --- clients and control --------------------------------------------------------------
 
     def ssl_context(self) -> ssl.SSLContext:
-        """A context trusting only this run's certificate (hostname 127.0.0.1)."""
-        return ssl.create_default_context(cafile=self.cert)
+        """A context trusting only this run's certificate (hostname 127.0.0.1). On another
+        binding host the name is not checked: the certificate may not name it, and this
+        certificate alone is trusted anyway."""
+        context = ssl.create_default_context(cafile=self.cert)
+        context.check_hostname = self.url.startswith("https://127.0.0.1:")
+        return context
 
     @property
     def auth_headers(self) -> dict[str, str]:

@@ -877,11 +877,11 @@ class StandinServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, state: State, port: int, tls: ssl.SSLContext | None) -> None:
+    def __init__(self, state: State, host: str, port: int, tls: ssl.SSLContext | None) -> None:
         self.state = state
         self.plugin = Plugin(state)
         self.tls = tls
-        super().__init__(("127.0.0.1", port), Handler)
+        super().__init__((host, port), Handler)
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = super().get_request()
