@@ -1,5 +1,6 @@
 """Shared fixtures: the bundled vault, copied so tests may change it, and the stand-in."""
 
+import fcntl
 import os
 import shutil
 from collections.abc import Iterator
@@ -46,9 +47,27 @@ _TEST_ENV = ("XDG_CACHE_HOME", "OBSIDIAN_INDEX_REFRESH_SECONDS", "OBSIDIAN_INDEX
 
 
 @pytest.fixture(scope="session")
-def fixture_index(index_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A complete passage index of the fixture vault, built once per session (the model's
-    work); `seed_index` copies it for a test's own copy of the vault."""
+def fixture_index(
+    index_cache: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Path:
+    """A complete passage index of the fixture vault, built once per test run (the model's
+    work); `seed_index` copies it for a test's own copy of the vault. With several pytest
+    workers the first to ask builds it and the others wait for it: each building its own
+    doubled the model's work at the start of the run."""
+    if worker_id == "master":
+        return _built_fixture_index(tmp_path_factory)
+    run_root = tmp_path_factory.getbasetemp().parent  # this run's, shared by its workers
+    shared = run_root / "fixture-index.sqlite3"
+    with (run_root / "fixture-index.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            partial = shared.with_suffix(".partial")
+            shutil.copyfile(_built_fixture_index(tmp_path_factory), partial)
+            partial.replace(shared)
+    return shared
+
+
+def _built_fixture_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vault = tmp_path_factory.mktemp("indexed") / "vault"
     copy_fixture_vault(vault)
     settings = folder_settings(vault, vault.parent, index_dir=vault.parent / "index")
