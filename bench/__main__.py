@@ -83,21 +83,33 @@ class Plan:
 # 1,000. The test suite runs a short profile (tests/test_fuzz.py).
 FUZZ_CALLS = 1000
 PLANS = {
-    # The quick run's memory phase at one size: each size starts 12 processes and 4
-    # servers, and with 1,000 entries beside 200 the phase was over half the run.
-    "quick": Plan("quick", 6, (200,), 3, 5.0, (200,), 5, 20, False, False, False),
+    "quick": Plan(
+        mode="quick",
+        questions=6,
+        sizes=(200,),
+        warm_calls=3,
+        budget_seconds=5.0,
+        # One store size: each size starts 12 processes and 4 servers, and with 1,000
+        # entries beside 200 the memory phase was over half the quick run.
+        memory_sizes=(200,),
+        memory_runs=5,
+        overhead_rounds=20,
+        embeddings=False,
+        first_query_waits=False,
+        smart_ablation=False,
+    ),
     "full": Plan(
-        "full",
-        None,
-        (1000, 5000, 10_000),
-        20,
-        10.0,
-        (1000, 10_000, 100_000),
-        50,
-        200,
-        True,
-        True,
-        True,
+        mode="full",
+        questions=None,
+        sizes=(1000, 5000, 10_000),
+        warm_calls=20,
+        budget_seconds=10.0,
+        memory_sizes=(1000, 10_000, 100_000),
+        memory_runs=50,
+        overhead_rounds=200,
+        embeddings=True,
+        first_query_waits=True,
+        smart_ablation=True,
     ),
 }
 
