@@ -45,6 +45,7 @@ from bench import (
     edit_economy,
     edit_races,
     fuzz,
+    memory_bench,
     memory_races,
     report,
     soak,
@@ -64,7 +65,12 @@ class Plan:
     warm_calls: int
     budget_seconds: float
     memory_sizes: tuple[int, ...]
+    # The memory files' layouts measured (memory_bench.LAYOUTS): today's files of writers,
+    # and the one legacy file a store from before them still reads.
+    memory_layouts: tuple[str, ...]
     memory_runs: int
+    # The plugin versions our edit flows run on (edit_economy.OURS_VERSIONS in full).
+    edit_versions: tuple[str, ...]
     overhead_rounds: int
     # Meaning from the local model in the quality runs (the quick run skips building the
     # passage indexes it needs; python -m bench.index_bench measures the index itself).
@@ -92,7 +98,11 @@ PLANS = {
         # One store size: each size starts 12 processes and 4 servers, and with 1,000
         # entries beside 200 the memory phase was over half the quick run.
         memory_sizes=(200,),
+        # Today's layout alone: each layout starts 6 processes and 2 servers.
+        memory_layouts=("writers",),
         memory_runs=5,
+        # One version: each flow starts a stand-in and a server.
+        edit_versions=("5.1.0",),
         overhead_rounds=20,
         embeddings=False,
         first_query_waits=False,
@@ -105,7 +115,9 @@ PLANS = {
         warm_calls=20,
         budget_seconds=10.0,
         memory_sizes=(1000, 10_000, 100_000),
+        memory_layouts=tuple(memory_bench.LAYOUTS),
         memory_runs=50,
+        edit_versions=edit_economy.OURS_VERSIONS,
         overhead_rounds=200,
         embeddings=True,
         first_query_waits=True,
@@ -188,7 +200,9 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -
         keep_usage_log=cache,
     )
     print("edit economy: a handover section update, ours and the peer", flush=True)
-    edits = await edit_economy.edit_economy(work / "edit-economy", peer, cache / "peer-stderr.log")
+    edits = await edit_economy.edit_economy(
+        work / "edit-economy", peer, cache / "peer-stderr.log", plan.edit_versions
+    )
     dev = [q for q in questions if q.split == "dev"]
     print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
     stages = await ablation.ablation(
@@ -203,7 +217,7 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -
         first_query_waits=plan.first_query_waits,
     )
     print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)
-    memory = await speed.memory(plan.memory_sizes, plan.memory_runs)
+    memory = await speed.memory(plan.memory_sizes, plan.memory_runs, plan.memory_layouts)
     print("tool-call overhead over raw REST", flush=True)
     overhead = await speed.overhead(work, plan.overhead_rounds)
     return {

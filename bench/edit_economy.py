@@ -366,14 +366,19 @@ async def run_flow(
     return flow
 
 
-async def edit_economy(work: Path, peer: PeerInstall | None, peer_log: Path) -> dict[str, Any]:
-    """Every flow: ours on OURS_VERSIONS, the peer on PEER_VERSIONS, both scenarios; the
+async def edit_economy(
+    work: Path,
+    peer: PeerInstall | None,
+    peer_log: Path,
+    ours_versions: Sequence[str] = OURS_VERSIONS,
+) -> dict[str, Any]:
+    """Every flow: ours on `ours_versions`, the peer on PEER_VERSIONS, both scenarios; the
     flows, the peer's rows without its read before a replace, and the comparisons on disk
     of ours and the peer's on the first version both work on."""
     started = time.perf_counter()
     flows: list[Flow] = []
     for scenario in SCENARIOS:
-        for plugin in OURS_VERSIONS:
+        for plugin in ours_versions:
             print(f"edit economy: ours, {scenario}, plugin {plugin}", flush=True)
             flows.append(await run_flow("ours", scenario, plugin, work, None, peer_log))
         for plugin in PEER_VERSIONS if peer is not None else ():
@@ -381,7 +386,7 @@ async def edit_economy(work: Path, peer: PeerInstall | None, peer_log: Path) -> 
             flows.append(await run_flow("peer", scenario, plugin, work, peer, peer_log))
     comparisons: dict[str, dict[str, Any]] = {}
     for scenario in SCENARIOS:
-        for plugin in OURS_VERSIONS:
+        for plugin in ours_versions:
             ours = _find(flows, "ours", scenario, plugin)
             theirs = _find(flows, "peer", scenario, plugin)
             if ours is None or theirs is None or ours.failed or theirs.failed:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -196,11 +196,11 @@ def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
 LAYOUTS = {"legacy": "", "writers": f"{len(WRITERS)} files, "}
 
 
-async def run(entries: int, runs: int) -> list[Row]:
+async def run(entries: int, runs: int, layouts: Sequence[str] = tuple(LAYOUTS)) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        for layout in LAYOUTS:
+        for layout in layouts:
             rows += await run_layout(root / layout, layout, entries, runs)
     return rows
 

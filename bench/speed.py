@@ -277,11 +277,13 @@ class MemoryRow:
     p95_ms: float
 
 
-async def memory(sizes: Sequence[int], runs: int) -> list[MemoryRow]:
+async def memory(
+    sizes: Sequence[int], runs: int, layouts: Sequence[str] = tuple(memory_bench.LAYOUTS)
+) -> list[MemoryRow]:
     rows: list[MemoryRow] = []
     for entries in sizes:
         started = time.perf_counter()
-        found = await memory_bench.run(entries, runs)
+        found = await memory_bench.run(entries, runs, layouts)
         rows += [MemoryRow(entries, *row) for row in found]
         print(f"  memory at {entries:,} entries: {time.perf_counter() - started:.0f} s", flush=True)
     return rows

@@ -18,6 +18,36 @@ from obsidian_mcp.vault import Vault
 from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
 
+# The files that take longest, measured with `pytest --durations=100` on an idle machine,
+# longest first. The two workers take whole files in collection order (`--dist loadfile`
+# without xdist's reordering by test count, which put the longest file, a single test,
+# last): a long file started last leaves one core idle while it runs; started first,
+# the other worker takes the short files meanwhile.
+LONGEST_FILES = (
+    "test_bench_report.py",
+    "test_memory_compaction_race.py",
+    "test_cli.py",
+    "test_search_tools.py",
+    "test_memory_races.py",
+    "test_install.py",
+    "test_memory_concurrency.py",
+    "test_edit_races.py",
+    "test_memory_store.py",
+    "test_http.py",
+    "test_index.py",
+    "test_edit_corpus.py",
+    "test_embedder.py",
+    "test_crash.py",
+    "test_abuse.py",
+    "test_fuzz.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (LONGEST_FILES), the others after in their own order."""
+    rank = {name: position for position, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -20,13 +20,20 @@ from bench.http_load import (
     memory_lines,
     mixed_load,
 )
+from obsidian_mcp.config import Settings
+from tests.conftest import seed_index
 from tests.test_cli import run_cli
 
 TOKEN = "test-token-4f1c9a7e"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, shared_vault: Path) -> Iterator[HttpServer]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, shared_vault: Path, fixture_index: Path
+) -> Iterator[HttpServer]:
+    # The child shares this run's cache folder: given the vault's index, its first question
+    # does not wait for the meaning index to be built (the index's own tests do that).
+    seed_index(Settings(vault_path=shared_vault), fixture_index)
     with http_server(shared_vault, tmp_path_factory.mktemp("http"), token=TOKEN) as running:
         yield running
 

@@ -474,7 +474,7 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
     a round through a store and closes it, so its file is idle until a later store takes
     the slot again, and the folding store folds whichever idle files of its device it
     finds. Half the writers are another device, whose files it never touches."""
-    writers, rounds, per_round = 4, 6, 25
+    writers, rounds, per_round = 4, 3, 25
     config = vault.parent / "config"
     errors: list[BaseException] = []
 

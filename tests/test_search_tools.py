@@ -16,6 +16,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
 from obsidian_mcp.text.tokens import estimate_tokens
 from tests.conftest import rest_settings, seed_index
+from tests.fixture_vault import FIXTURE_VAULT
 from tests.standin.process import StandinProcess
 from tests.test_read_tools import text_of
 
@@ -224,7 +225,12 @@ async def test_folder_scopes_results(folder_client: Client) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.timeout(900)  # the meaning wait's bound below, and the rest of the test
-async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> None:
+async def test_cold_query_reports_progress(tmp_path: Path) -> None:
+    # The fixture vault's places and items (14 notes): a first question on a vault with no
+    # index, without the whole vault's model work.
+    vault = tmp_path / "vault"
+    for folder in ("Places", "Items"):
+        shutil.copytree(FIXTURE_VAULT / folder, vault / folder)
     events: ProgressEvents = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -233,18 +239,18 @@ async def test_cold_query_reports_progress(vault_copy: Path, tmp_path: Path) -> 
     # The first question's wait for the meaning index is a bound, not a deadline: on a busy
     # machine the build takes longer than the default 30 s, and the wait still ends with it.
     settings = Settings(
-        vault_path=vault_copy, config_dir=tmp_path / "config", index_meaning_wait_seconds=600
+        vault_path=vault, config_dir=tmp_path / "config", index_meaning_wait_seconds=600
     )
     async with Client(build_server(settings), raise_exceptions=True) as client:
         await client.call_tool(
-            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+            "vault_semantic_query", {"query": "lighthouse"}, progress_callback=on_progress
         )
         assert events and events[-1][0] == events[-1][1]
         # A small vault: the first question waits for the meaning index, and says how far.
         assert any("meaning index:" in (message or "") for _, _, message in events), events
         events.clear()
         await client.call_tool(
-            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+            "vault_semantic_query", {"query": "lighthouse"}, progress_callback=on_progress
         )
         assert events == []  # warm: nothing re-read
 
@@ -401,7 +407,7 @@ async def test_rest_cold_query_reports_progress(standin: StandinProcess, tmp_pat
     server = build_server(rest_settings(standin, tmp_path, index_dir=tmp_path / "index"))
     async with Client(server, raise_exceptions=True) as client:
         await client.call_tool(
-            "vault_semantic_query", {"query": "eels"}, progress_callback=on_progress
+            "vault_semantic_query", {"query": "lighthouse"}, progress_callback=on_progress
         )
     assert events and events[-1][0] == events[-1][1]
     assert "notes" in (events[-1][2] or "")
