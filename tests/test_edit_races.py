@@ -1,6 +1,6 @@
 """A short run of the lost-update benchmark (bench/edit_races.py; `python -m
 bench.edit_races` is the long one): a simulated user saves a note every 50 ms, in place
-and by rename, while an agent makes 30 edits to it and to three other notes, through the
+and by rename, while an agent makes 20 edits to it and to three other notes, through the
 vault folder and the stand-in REST API (5.1.0), with and without force. No user change is
 lost, and every agent edit is either applied (exactly, on a text holding every user line
 saved before its write) or refused with a reason.
@@ -17,7 +17,7 @@ import pytest
 
 from bench.edit_races import Outcome, Plan, RivalOutcome, RivalPlan, run_all, run_rivals
 
-SMALL = Plan(edits=30, period=0.05, versions=("5.1.0",), repeat=1)
+SMALL = Plan(edits=20, period=0.05, versions=("5.1.0",), repeat=1)
 
 
 @pytest.fixture(scope="module")
