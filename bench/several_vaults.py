@@ -7,14 +7,17 @@ drops.
 
 **Search.** Both development vaults (``fixtures/vault`` without its Smart Connections
 folder, and ``fixtures/ledgerline``), their passage indexes built, served by one stdio
-server from a vaults file. Every question of both sets is asked three ways, the order
-turning from one question to the next: ``vault_semantic_query`` naming its own vault,
-naming the other, and naming none (every vault). No question's folder is passed (it would
-name a folder of one vault only). Per question, the time over every vault is set against
-the slower of the two named calls (issue 28: within twice the time of the slowest vault
-alone); and the first response's hit (``harness.is_hit``) over every vault is set against
-the hit with its own vault named, and against the hit of a one-vault server on that vault
-alone, in the same run (what a user with one vault gets: issue 28 wants it unchanged).
+server from a vaults file. Every question of both sets is asked of it three ways:
+``vault_semantic_query`` naming none (every vault) first, then naming its own vault and
+naming the other. No question's folder is passed (it would name a folder of one vault
+only). Each question is also asked of two one-vault servers, one a vault. Per question,
+the time over every vault is set against the slower of the two one-vault servers (issue
+28: within twice the time of the slowest vault alone): each of the three calls timed is
+the first time its server meets the question, so none finds what an earlier call of the
+same question left in a cache (the query's vector, the index pages of its words). The
+first response's hit (``harness.is_hit``) over every vault is set against the hit with its
+own vault named, and against the hit of the one-vault server of its own vault, in the same
+run (what a user with one vault gets: issue 28 wants it unchanged).
 
 **Dropped connections.** The stand-in over a copy of the fixture vault drops every third
 request from its start; a REST-only server answers 30 ``vault_read_note`` calls while it
@@ -83,17 +86,15 @@ async def search_run(work: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     async with stdio_session(env) as session:
         await session.call("vault_semantic_query", {"query": "warm up"})
-        for number, (own, question) in enumerate(asked):
+        for own, question in asked:
             other = next(name for name in folders if name != own)
-            ways = [("own", own), ("other", other), ("every", None)]
-            ways = ways[number % 3 :] + ways[: number % 3]  # each way first as often
             found: dict[str, Any] = {}
-            for way, vault in ways:
+            # Every vault first: the time compared is a first meeting with the question.
+            for way, vault in (("every", None), ("own", own), ("other", other)):
                 arguments: dict[str, Any] = {"query": question.question}
                 if vault is not None:
                     arguments["vault"] = vault
-                result = await session.call("vault_semantic_query", arguments)
-                found[way] = result
+                found[way] = await session.call("vault_semantic_query", arguments)
             rows.append(
                 {
                     "vault": own,
@@ -108,14 +109,18 @@ async def search_run(work: Path) -> dict[str, Any]:
         async with stdio_session(alone_env) as session:
             await session.call("vault_semantic_query", {"query": "warm up"})
             for row, (own, question) in zip(rows, asked, strict=True):
-                if own != dev.name:
-                    continue
                 result = await session.call("vault_semantic_query", {"query": question.question})
-                row["seconds"]["alone"] = result.seconds
-                row["tokens"]["alone"] = result.tokens
-                row["hit"]["alone"] = is_hit(result.text, question.gold)
-                row["errors"] += ["alone"] if result.is_error else []
+                row["seconds"][f"alone {dev.name}"] = result.seconds
+                row["errors"] += [f"alone {dev.name}"] if result.is_error else []
+                if own == dev.name:
+                    row["tokens"]["alone"] = result.tokens
+                    row["hit"]["alone"] = is_hit(result.text, question.gold)
     return {"rows": rows}
+
+
+def _slowest_alone(row: dict[str, Any]) -> float:
+    """The slower of the one-vault servers' times for the row's question."""
+    return max(seconds for way, seconds in row["seconds"].items() if way.startswith("alone "))
 
 
 def search_table(found: dict[str, Any]) -> str:
@@ -123,18 +128,15 @@ def search_table(found: dict[str, Any]) -> str:
     out: list[list[object]] = []
     for name in [*sorted({row["vault"] for row in rows}), "both"]:
         chosen = [row for row in rows if name in ("both", row["vault"])]
-        ratios = [
-            row["seconds"]["every"] / max(row["seconds"]["own"], row["seconds"]["other"])
-            for row in chosen
-        ]
+        ratios = [row["seconds"]["every"] / _slowest_alone(row) for row in chosen]
         total_every = sum(row["seconds"]["every"] for row in chosen)
-        total_slowest = sum(max(row["seconds"]["own"], row["seconds"]["other"]) for row in chosen)
+        total_slowest = sum(_slowest_alone(row) for row in chosen)
         count = len(chosen)
         out.append(
             [
                 name,
                 count,
-                f"{median([r['seconds']['own'] for r in chosen]) * 1000:.0f}",
+                f"{median([_slowest_alone(r) for r in chosen]) * 1000:.0f}",
                 f"{median([r['seconds']['every'] for r in chosen]) * 1000:.0f}",
                 f"{median(ratios):.2f}",
                 f"{percentile(ratios, 90):.2f}",
@@ -151,11 +153,11 @@ def search_table(found: dict[str, Any]) -> str:
         [
             "questions of",
             "questions",
-            "own vault, median ms",
+            "slower vault alone, median ms",
             "every vault, median ms",
-            "every / slowest alone, median",
+            "every / slower alone, median",
             "p90",
-            "sum every / sum slowest",
+            "sum every / sum slower",
             "first response, one-vault server",
             "first response, own vault named",
             "first response, no vault named",

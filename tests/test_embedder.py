@@ -205,3 +205,38 @@ async def test_async_embedder_runs_in_a_worker_one_call_at_a_time() -> None:
 async def test_async_embedder_gives_the_models_vectors(embedder: OnnxEmbedder) -> None:
     texts = ["the lighthouse at Vellmouth", "eels"]
     assert np.allclose(await AsyncEmbedder(embedder).embed(texts), embedder.embed(texts))
+
+
+class RunCountingEmbedder(OnnxEmbedder):
+    """The real model, counting the texts it runs through the network."""
+
+    def __init__(self) -> None:
+        self.texts_run = 0
+        super().__init__(default_model_files())
+
+    def _run(self, token_ids: list[list[int]]) -> Matrix:
+        self.texts_run += len(token_ids)
+        return super()._run(token_ids)
+
+
+@pytest.mark.anyio
+async def test_a_question_asked_of_every_vault_at_once_is_embedded_once() -> None:
+    """A search over several vaults embeds its question per vault and again to weigh them,
+    at once from several worker threads: the model runs it once, and each caller gets the
+    vector a batch gives it, its own copy."""
+    model = RunCountingEmbedder()
+    question = "Who keeps the lighthouse at Vellmouth?"
+    before = model.texts_run
+    vectors: list[Matrix] = []
+
+    async def ask() -> None:
+        vectors.append(await AsyncEmbedder(model).embed([question]))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(3):
+            group.start_soon(ask)
+    assert model.texts_run - before == 1
+    batch = model.embed([question, "eels"])
+    assert all(np.allclose(vector[0], batch[0], atol=1e-5) for vector in vectors)
+    vectors[0][0] *= 0  # a caller's copy is its own
+    assert np.allclose(model.embed([question])[0], batch[0], atol=1e-5)

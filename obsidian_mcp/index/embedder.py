@@ -16,6 +16,7 @@ worker thread, one call at a time.
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,11 @@ DEFAULT_MAX_TOKENS = 256
 # Texts embedded in one model call. Texts are sorted by length first, so a batch pads to
 # its longest member, not to the longest text of the whole request.
 BATCH_SIZE = 32
+# Questions whose vectors are kept. A search over several vaults embeds its question once
+# per vault and once more to weigh the vaults' answers against each other; it was 2.6
+# times the slowest vault alone at p90 (python -m bench.several_vaults) until the later
+# embeddings found the first. A handful covers the questions of one turn.
+RECENT_QUESTIONS = 16
 _TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
 # A model folder holds these two files, and optionally MODEL_CONFIG: {"model_id": …,
 # "max_tokens": …} (written by `obsidian-mcp model fetch`).
@@ -201,6 +207,8 @@ class OnnxEmbedder:
         # ONNX Runtime sessions may run concurrently, but the tokenizer's settings are shared
         # state, and two batches at once would only fight over the one thread.
         self._lock = threading.Lock()
+        # One text's vector, by text: a question asked of each vault is embedded once.
+        self._recent: OrderedDict[str, Matrix] = OrderedDict()
         self._dims = 0  # read from the first output, below
         probe = self.embed(["dimension probe"])
         if probe.ndim != 2 or probe.shape[1] == 0 or not np.all(np.isfinite(probe)):
@@ -219,6 +227,8 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self._dims), dtype=np.float32)
         with self._lock:
+            if len(texts) == 1:
+                return self._embed_one(texts[0]).copy()
             encodings = self._tokenizer.encode_batch(list(texts))
             order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
             parts: list[Matrix] = []
@@ -228,6 +238,19 @@ class OnnxEmbedder:
         out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         out[order] = np.concatenate(parts)
         return out
+
+    def _embed_one(self, text: str) -> Matrix:
+        """One text's vector (a row), from the recent ones when it was embedded lately;
+        the caller holds the lock, so callers asking at once wait for the first."""
+        vector = self._recent.get(text)
+        if vector is None:
+            vector = self._run([self._tokenizer.encode(text).ids])
+            self._recent[text] = vector
+            if len(self._recent) > RECENT_QUESTIONS:
+                self._recent.popitem(last=False)
+        else:
+            self._recent.move_to_end(text)
+        return vector
 
     def _run(self, token_ids: list[list[int]]) -> Matrix:
         width = max(len(ids) for ids in token_ids)

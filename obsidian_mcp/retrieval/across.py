@@ -7,6 +7,10 @@ A vault's scores are relative to its own best answer, so they cannot rank one va
 passages against another's: each vault's answer is weighed by how near its best passages
 are to the question in meaning (`answer_relevance`; every vault's index has vectors of the
 same model), and the vaults' passages are merged by their weighed scores.
+
+A semantic query over several vaults ranks in each (stages 1 to 3, `Retriever.
+offered_passages`), weighs the vaults, and then cuts and packs in each vault only its share
+of what one vault's query would cut (`offered_shares`, `answers_across`).
 """
 
 from collections.abc import Mapping, Sequence
@@ -19,7 +23,12 @@ from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.reading import SearchMap
 from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult, by_score
 from obsidian_mcp.retrieval.quick_context import QuickContext
-from obsidian_mcp.retrieval.search import Retriever, packed_result
+from obsidian_mcp.retrieval.search import (
+    OFFERED_PER_SHOWN,
+    OfferedPassages,
+    Retriever,
+    packed_result,
+)
 
 T = TypeVar("T")
 
@@ -67,19 +76,61 @@ async def answer_relevance(
     cosine between the query and the stored vectors of its first RELEVANCE_PASSAGES hits'
     passages. None when a vault has no vectors to tell by (the local index is off, or
     not built that far): then no vault is weighed against another."""
+    return await _relevance(
+        query,
+        [
+            (
+                name,
+                retriever,
+                [
+                    digest
+                    for hit in hits[:RELEVANCE_PASSAGES]
+                    for digest in _passage_hashes(retriever, hit)
+                ],
+            )
+            for name, retriever, hits in answers
+        ],
+    )
+
+
+async def offered_relevance(
+    offered: Sequence[tuple[str, Retriever, OfferedPassages]],
+) -> dict[str, float] | None:
+    """`answer_relevance` before cutting: by each vault's first RELEVANCE_PASSAGES offered
+    passages (the passages its first hits are cut from)."""
+    if not offered:
+        return None
+    return await _relevance(
+        offered[0][2].query,
+        [
+            (
+                name,
+                retriever,
+                [
+                    digest
+                    for chunk_id, _ in found.offered[:RELEVANCE_PASSAGES]
+                    for digest in retriever.corpus.chunk(chunk_id).text_hashes
+                ],
+            )
+            for name, retriever, found in offered
+        ],
+    )
+
+
+async def _relevance(
+    query: str, passages: Sequence[tuple[str, Retriever, Sequence[str]]]
+) -> dict[str, float] | None:
+    """Per vault (its name, retriever and the hashes of its first passages' texts): the
+    highest cosine between the query and those texts' stored vectors; 0 for a vault with
+    no passage. None when a vault has no vectors to tell by."""
     relevance: dict[str, float] = {}
     query_vector: Matrix | None = None
-    for name, retriever, hits in answers:
+    for name, retriever, hashes in passages:
         # The query just run brought the vectors up to date: no second look at the index.
         vectors = retriever.candidates.vectors or await retriever.passage_vectors()
         if vectors is None or retriever.embedder is None:
             return None
-        hashes = [
-            digest
-            for hit in hits[:RELEVANCE_PASSAGES]
-            for digest in _passage_hashes(retriever, hit)
-        ]
-        if not hits:
+        if not hashes:
             relevance[name] = 0.0
             continue
         if query_vector is None:  # one model for every vault: the query is embedded once
@@ -90,6 +141,63 @@ async def answer_relevance(
             return None
         relevance[name] = max(near.values())
     return relevance
+
+
+def offered_shares(
+    named: Sequence[tuple[str, OfferedPassages]],
+    relevance: Mapping[str, float] | None,
+    limit: int,
+) -> list[int]:
+    """How many of each vault's offered passages to cut and pack (a first part of each, in
+    its own order): as many as it has among the OFFERED_PER_SHOWN x limit best of all, by
+    score weighed as `merged_search` weighs them. What one vault's query cuts is then cut
+    over every vault, not that times the vaults: the cutting was half a search's time, and
+    a search over two vaults took 2.6 times the slower alone at p90 (issue 28 asks 2 at
+    most; python -m bench.several_vaults)."""
+    weights = _weights([name for name, _ in named], relevance)
+    scored = sorted(
+        (
+            (score * weight, vault)
+            for vault, ((_, found), weight) in enumerate(zip(named, weights, strict=True))
+            for score in found.relative_scores()
+        ),
+        key=lambda item: -item[0],
+    )
+    shares = [0] * len(named)
+    for _, vault in scored[: limit * OFFERED_PER_SHOWN]:
+        shares[vault] += 1
+    return shares
+
+
+async def answers_across(
+    named: Sequence[tuple[str, Retriever, OfferedPassages]],
+    *,
+    limit: int,
+    max_tokens: int | None,
+    include_context: bool,
+    concise: bool,
+) -> tuple[list[SearchResult], dict[str, float] | None]:
+    """Each vault's answer to one semantic query (its name, retriever and offered
+    passages), and how relevant each is (`offered_relevance`, None for one vault): with
+    several, each cuts only its share (`offered_shares`)."""
+    relevance = await offered_relevance(named) if len(named) > 1 else None
+    shares: list[int | None] = (
+        [*offered_shares([(name, found) for name, _, found in named], relevance, limit)]
+        if len(named) > 1
+        else [None]
+    )
+    results = [
+        retriever.answer(
+            found,
+            limit=limit,
+            max_tokens=max_tokens,
+            include_context=include_context,
+            concise=concise,
+            most_cut=share,
+        )
+        for (_, retriever, found), share in zip(named, shares, strict=True)
+    ]
+    return results, relevance
 
 
 def _passage_hashes(retriever: Retriever, hit: PassageHit) -> list[str]:

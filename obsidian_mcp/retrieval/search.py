@@ -18,7 +18,7 @@ own module, each passed once and in this order (`Retriever.semantic_query`):
 import logging
 import posixpath
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import anyio.from_thread
@@ -77,7 +77,7 @@ _GIST_CHARS = 140
 _NOTES_PER_CHECKPOINT = 64
 _CONTEXT_TAGS = 6
 # Ranked passages cut and offered to the packing, per passage the reply may hold.
-_OFFERED_PER_SHOWN = 4
+OFFERED_PER_SHOWN = 4
 
 
 def folder_prefix(folder: str) -> tuple[str, str]:
@@ -150,6 +150,22 @@ def packed_result(
         chosen.pop()
         result = build(chosen, packing.over_budget)
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedPassages:
+    """A semantic query's passages in one vault before cutting (stages 1 to 3): the fused
+    ranking, and the passages offered to cutting, best first, with their fused scores."""
+
+    query: str
+    scope: str
+    found: RankedPassages
+    offered: list[tuple[int, float]]
+    weighted: list[tuple[str, float]]
+
+    def relative_scores(self) -> list[float]:
+        """The offered passages' scores as the reply shows them: relative to the best."""
+        return [score / self.found.top_score for _, score in self.offered]
 
 
 # A first question's wait for the meaning index is said in the answer when it was this
@@ -360,34 +376,66 @@ class Retriever:
         concise: bool = False,
         progress: ProgressCallback | None = None,
     ) -> SearchResult:
+        offered = await self.offered_passages(query, limit=limit, folder=folder, progress=progress)
+        return self.answer(
+            offered,
+            limit=limit,
+            max_tokens=max_tokens,
+            include_context=include_context,
+            concise=concise,
+        )
+
+    async def offered_passages(
+        self,
+        query: str,
+        *,
+        limit: int,
+        folder: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> OfferedPassages:
+        """Stages 1 to 3 of `vault_semantic_query`: the passages offered to cutting."""
         if not query.strip():
             raise InvalidArgument("query is empty; ask a question or give a few words.")
         scope, _ = folder_prefix(folder)
-        budget = max_tokens or self.settings.max_tokens
         found = await self.ranked_passages(query, folder=scope, progress=progress)
         weighted = self.weighted_terms(query)
-        offered = found.ranked[: limit * _OFFERED_PER_SHOWN]
+        offered = found.ranked[: limit * OFFERED_PER_SHOWN]
         if self.stages.currency:
             offered = current_first(
                 self.corpus, offered, self.currency, self._richest_passage(weighted, scope)
             )
+        return OfferedPassages(query, scope, found, offered, weighted)
+
+    def answer(
+        self,
+        offered: OfferedPassages,
+        *,
+        limit: int,
+        max_tokens: int | None = None,
+        include_context: bool = True,
+        concise: bool = False,
+        most_cut: int | None = None,
+    ) -> SearchResult:
+        """Stages 4 and 5 of `vault_semantic_query`: the offered passages cut and packed;
+        only the first `most_cut` of them when given (`across.offered_shares`)."""
+        found = offered.found
         hits = cut_passages(
             self.corpus,
-            offered,
+            offered.offered[:most_cut],
             found.whole_blocks,
-            weighted,
+            offered.weighted,
             top=found.top_score,
             cutting=self.stages.cutting,
         )
         return self._packed(
             "vault_semantic_query",
-            query,
-            scope,
+            offered.query,
+            offered.scope,
             found.source,
             found.note,
             hits,
             limit=limit,
-            budget=budget,
+            budget=max_tokens or self.settings.max_tokens,
             include_context=include_context,
             total_passages=found.total,
             total_files=len({self.corpus.chunk(c).path for c, _ in found.ranked}),

@@ -10,6 +10,7 @@ from pydantic import Field
 from obsidian_mcp.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS
 from obsidian_mcp.retrieval.across import (
     answer_relevance,
+    answers_across,
     merged_quick_context,
     merged_search,
     shown_hits,
@@ -68,9 +69,18 @@ async def _relevance(
 async def _render_search(
     query: str, searched: Searched[SearchResult], *, format: str, concise: bool
 ) -> str:
+    return _render_merged(searched, await _relevance(query, searched), format, concise)
+
+
+def _render_merged(
+    searched: Searched[SearchResult],
+    relevance: dict[str, float] | None,
+    format: str,
+    concise: bool,
+) -> str:
     result = merged_search(
         [(call.name, call.shown(found)) for call, found in searched.found],
-        await _relevance(query, searched),
+        relevance,
         concise=concise,
     )
     returned(result)
@@ -113,17 +123,22 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
             ctx,
             vault,
             folder,
-            lambda call: call.services.retriever.semantic_query(
-                query,
-                limit=limit,
-                folder=call.path,
-                max_tokens=max_tokens,
-                include_context=include_context,
-                concise=concise,
-                progress=_progress(ctx),
+            lambda call: call.services.retriever.offered_passages(
+                query, limit=limit, folder=call.path, progress=_progress(ctx)
             ),
         )
-        return await _render_search(query, searched, format=format, concise=concise)
+        results, relevance = await answers_across(
+            [(call.name, call.services.retriever, found) for call, found in searched.found],
+            limit=limit,
+            max_tokens=max_tokens,
+            include_context=include_context,
+            concise=concise,
+        )
+        answered = Searched(
+            [(call, result) for (call, _), result in zip(searched.found, results, strict=True)],
+            searched.failures,
+        )
+        return _render_merged(answered, relevance, format, concise)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False)
     async def vault_smart_search(
