@@ -44,12 +44,13 @@ from tests.standin.process import StandinProcess
 DEVICE = "racedev"
 # The idle slot the seeded memories are in (a process of the device once held it).
 SEEDED_SLOT = 3
-# 180 forgets folding every 12 give 15 folds, as 450 folding every 30 did at two fifths of
-# the suite's time (the forgets, not the folds, took it).
+# 180 forgets folding every 12 give 15 folds, as 450 folding every 30 did, at two fifths of
+# the forgets' work; the longer pause keeps A at it as long (about 11 s of pauses), so that
+# B0's servers come and go several times meanwhile.
 SEEDED = 180
 # A folds after this many forgets, and pauses between forgets so that B's remembers go on
 # through many folds.
-FOLD_EVERY, FORGET_PAUSE = 12, 0.02
+FOLD_EVERY, FORGET_PAUSE = 12, 0.06
 # Remembers of each short-lived B0 server before it ends; pause between remembers.
 B0_REMEMBERS, REMEMBER_PAUSE = 6, 0.02
 # Seeded memories carry a long context, so each fold reads and writes ~1 MB at first: the
@@ -102,9 +103,10 @@ anyio.run(main, json.loads(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))
 def environment(mode: str, vault: Path, standin: StandinProcess, config_dir: Path
                 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
-    # These processes race over the files; the embedding model would only slow them down.
+    # These processes race over the files; the embedding model (for
+    # memories or passages) would only slow them down.
     env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir),
-               OBSIDIAN_MEMORY_MEANING="false")
+               OBSIDIAN_MEMORY_MEANING="false", OBSIDIAN_INDEX_EMBEDDINGS="false")
     if mode != "rest":
         env["OBSIDIAN_VAULT_PATH"] = str(vault)
     if mode != "folder":

@@ -21,9 +21,10 @@ PROCESSES, TASKS, PER_TASK = 2, 8, 200
 
 def server_process(vault: Path, config_dir: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
-    # These processes race over the file; the embedding model would only slow them down.
+    # These processes race over the file; the embedding model (for
+    # memories or passages) would only slow them down.
     env.update(PYTHONPATH=str(REPO_ROOT), OBSIDIAN_CONFIG_DIR=str(config_dir),
-               OBSIDIAN_MEMORY_MEANING="false")
+               OBSIDIAN_MEMORY_MEANING="false", OBSIDIAN_INDEX_EMBEDDINGS="false")
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "obsidian_mcp", "serve", "--vault", str(vault)],
