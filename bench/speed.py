@@ -277,9 +277,7 @@ class MemoryRow:
     p95_ms: float
 
 
-async def memory(
-    sizes: Sequence[int], runs: int, layouts: Sequence[str] = tuple(memory_bench.LAYOUTS)
-) -> list[MemoryRow]:
+async def memory(sizes: Sequence[int], runs: int, layouts: Sequence[str]) -> list[MemoryRow]:
     rows: list[MemoryRow] = []
     for entries in sizes:
         started = time.perf_counter()
