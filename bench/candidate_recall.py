@@ -17,9 +17,9 @@ from contextlib import contextmanager
 
 from bench.harness import Question, gold_found, markdown_table
 from obsidian_mcp.config import Settings
+from obsidian_mcp.opening import model_loader, open_retriever, open_vault
 from obsidian_mcp.retrieval.fusion import fuse
 from obsidian_mcp.retrieval.search import Retriever, folder_prefix
-from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 
 DEPTHS = (1, 3, 5, 10, 20)

@@ -891,8 +891,8 @@ def rival_request(role: str, number: int, index: int) -> tuple[str, EditRequest]
 
 async def _rival(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """One process's run: its edits or entries, each with how it ended."""
+    from obsidian_mcp.opening import open_editor, open_vault
     from obsidian_mcp.reading import append_scratch
-    from obsidian_mcp.server.app import open_editor, open_vault
 
     settings = Settings.model_validate(spec["settings"])
     role, number, go = spec["role"], int(spec["number"]), Path(spec["go"])

@@ -64,7 +64,7 @@ from bench.harness import (
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
-from obsidian_mcp.server.app import model_loader, open_retriever
+from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.rest import JSONLOGIC
 from obsidian_mcp.vault import Vault

@@ -43,8 +43,9 @@ from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.index import terms
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.memory.store import MemoryStore
+from obsidian_mcp.opening import model_loader
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import app_lifespan, model_loader
+from obsidian_mcp.server.app import app_lifespan
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess

@@ -38,10 +38,10 @@ from bench.harness import (
 from bench.vaults import VAULTS, DevVault
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.opening import model_loader, open_retriever, open_vault
 from obsidian_mcp.reading import read_note_window
 from obsidian_mcp.retrieval.render import format_search
 from obsidian_mcp.retrieval.search import Retriever
-from obsidian_mcp.server.app import model_loader, open_retriever, open_vault
 from obsidian_mcp.server.read_tools import format_window
 from obsidian_mcp.sources.rest import build_http_client
 

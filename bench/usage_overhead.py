@@ -37,8 +37,8 @@ from bench import report
 from bench.harness import OUT_DIR, REPO_ROOT, load_questions, markdown_table, median
 from bench.memory_bench import MEMORY, build_file
 from obsidian_mcp.config import Settings
+from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.server.boundary import VaultServer
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.usage.log import UsageRecorder

@@ -11,8 +11,6 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pypdf import PdfReader
-
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
 
@@ -81,6 +79,9 @@ _PDFS_KEPT = 2
 def pdf_text(data: bytes) -> PdfText:
     """The text pypdf extracts from a PDF's pages. Raises ValueError with the reason when
     the file cannot be read."""
+    # Imported at the first PDF, not at start: every server process would pay its 0.1 s.
+    from pypdf import PdfReader
+
     with warnings.catch_warnings():
         # pypdf warns about every odd object of a real-world PDF; what it could read is
         # what the agent gets.

@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
-from mcp import Client
-from mcp.types import TextContent
 from pydantic import ValidationError
 
 from obsidian_mcp import __version__
-from obsidian_mcp.config import Settings, rest_url
+from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT, Settings, rest_url
 from obsidian_mcp.doctor import (
     describe_index,
     download_certificate,
@@ -31,21 +29,13 @@ from obsidian_mcp.doctor import (
     store_certificate,
 )
 from obsidian_mcp.errors import VaultError
-from obsidian_mcp.http_transport import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    HttpOptions,
-    is_loopback,
-    serve_http,
-)
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.memory.model import Tombstone, encode
 from obsidian_mcp.memory.render import format_memory
 from obsidian_mcp.memory.store import UnknownMemoryId
 from obsidian_mcp.memory.timespec import parse_moment
-from obsidian_mcp.server import build_server
-from obsidian_mcp.server.app import model_loader, open_memory, open_retriever, open_vault
+from obsidian_mcp.opening import model_loader, open_memory, open_retriever, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.sources.tls import fingerprint, store_pin
 from obsidian_mcp.usage.log import LogFiles
@@ -128,6 +118,13 @@ async def _call(
     pairs: list[tuple[str, str]],
     problem: str | None,
 ) -> int:
+    # Here, not at the top: the SDK takes over a second to import, and only `call` and
+    # `serve` need it (doctor, memory, stats and trust start without it).
+    from mcp import Client
+    from mcp.types import TextContent
+
+    from obsidian_mcp.server import build_server
+
     # One call is the whole life of this server, too short for the background build: a tool
     # that ranks by meaning brings the index up to date first (with a progress bar, once;
     # later calls find it done).
@@ -410,6 +407,9 @@ def _stats(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(
     settings: Settings, vaults: VaultSet | None, args: argparse.Namespace, problem: str | None
 ) -> None:
+    from obsidian_mcp.http_transport import HttpOptions, is_loopback, serve_http  # as in _call
+    from obsidian_mcp.server import build_server
+
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     if not args.http:
         server.run()
@@ -469,10 +469,15 @@ def _parser() -> argparse.ArgumentParser:
     vault_options(serve)
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     serve.add_argument(
-        "--host", default=DEFAULT_HOST, help=f"address to bind with --http (default {DEFAULT_HOST})"
+        "--host",
+        default=MCP_HTTP_HOST,
+        help=f"address to bind with --http (default {MCP_HTTP_HOST})",
     )
     serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port with --http (default {DEFAULT_PORT})"
+        "--port",
+        type=int,
+        default=MCP_HTTP_PORT,
+        help=f"port with --http (default {MCP_HTTP_PORT})",
     )
     serve.add_argument(
         "--allow-remote",

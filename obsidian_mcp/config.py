@@ -41,6 +41,9 @@ TOOL_FAMILIES: dict[ToolFamily, tuple[str, ...]] = {
 
 # The plugin's ports, for a URL that names none (`DEFAULT_SETTINGS` in its src/constants.ts).
 PLUGIN_PORTS = {"https": 27124, "http": 27123}
+# Where `serve --http` listens unless told otherwise: this machine only.
+MCP_HTTP_HOST = "127.0.0.1"
+MCP_HTTP_PORT = 8765
 _HEX_FINGERPRINT = re.compile(r"[0-9A-F]{64}")
 
 

@@ -21,11 +21,11 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT
+
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 _LOCAL_NAMES = frozenset({"localhost"})
 
 
@@ -83,8 +83,8 @@ class RequestGuard:
 
 @dataclass(frozen=True)
 class HttpOptions:
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
+    host: str = MCP_HTTP_HOST
+    port: int = MCP_HTTP_PORT
     # The token clients must send; None generates one and prints it once at start.
     token: str | None = None
 

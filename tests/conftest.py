@@ -12,7 +12,7 @@ import pytest
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path
-from obsidian_mcp.server.app import model_loader, open_retriever
+from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.fixture_vault import copy_fixture_vault
@@ -178,7 +178,7 @@ def folder_settings(vault: Path, config_dir: Path, **overrides: object) -> Setti
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:
     """The bundled all-MiniLM-L6-v2, loaded once per test run: the very instance the
-    servers of this process share (server.app.model_loader), not a second session."""
+    servers of this process share (opening.model_loader), not a second session."""
     load = model_loader(Settings())
     assert load is not None, "the bundled embedding model is not installed"
     model = load()

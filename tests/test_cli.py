@@ -130,6 +130,32 @@ def test_version_and_help_on_every_command(capsys: pytest.CaptureFixture[str]) -
         assert capsys.readouterr().out.startswith(f"usage: obsidian-mcp {command}"), command
 
 
+def test_commands_without_a_server_start_without_the_mcp_sdk(tmp_path: Path) -> None:
+    """The SDK takes over a second to import: doctor, memory, stats, trust, index and
+    model fetch (a person at a shell, a script) do not wait for it; call and serve do."""
+    probe = (
+        "import sys\n"
+        "from obsidian_mcp.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
+    )
+    env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path), "OBSIDIAN_CACHE_DIR": str(tmp_path)}
+    for command in (["doctor"], ["stats"], ["memory", "--vault", str(tmp_path), "list"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *command],
+            cwd=REPO_ROOT,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]", (command, done.stdout, done.stderr)
+
+
 def test_call_with_an_unknown_tool_lists_the_tools(shared_vault: Path) -> None:
     done = run_cli("call", "--vault", str(shared_vault), "vault_serch", "query=x")
     assert done.returncode == 2

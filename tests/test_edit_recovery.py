@@ -18,7 +18,7 @@ import pytest
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.doctor import run_checks
-from obsidian_mcp.server.app import open_vault
+from obsidian_mcp.opening import open_vault
 from obsidian_mcp.sources.identity import recovery_log
 from obsidian_mcp.sources.recovery import cut_short
 from obsidian_mcp.sources.rest import build_http_client
@@ -35,7 +35,7 @@ import os, sys, time, anyio
 from pathlib import Path
 from obsidian_mcp.config import Settings
 from obsidian_mcp.editing.operations import EditRequest
-from obsidian_mcp.server.app import open_editor, open_vault
+from obsidian_mcp.opening import open_editor, open_vault
 from obsidian_mcp.sources import swap
 from obsidian_mcp.sources.rest import build_http_client
 

@@ -27,10 +27,10 @@ from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
 from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore, NoteRow, StoredPassage
+from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval.candidates import query_terms
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
-from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault

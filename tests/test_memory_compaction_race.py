@@ -35,7 +35,7 @@ from mcp import Client, StdioServerParameters
 from obsidian_mcp.config import Settings
 from obsidian_mcp.memory.files import MemoryFiles, writer_of
 from obsidian_mcp.memory.model import Memory, encode
-from obsidian_mcp.server.app import open_memory, open_vault
+from obsidian_mcp.opening import open_memory, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 from tests.fixture_vault import REPO_ROOT
 from tests.memory_files import MEMORY, live_ids, memory_entries, writer_paths
@@ -70,7 +70,7 @@ COMPACTOR = """
 import json, sys
 import anyio
 from obsidian_mcp.config import Settings
-from obsidian_mcp.server.app import open_memory, open_vault
+from obsidian_mcp.opening import open_memory, open_vault
 from obsidian_mcp.sources.rest import build_http_client
 
 async def main(ids, every, pause):

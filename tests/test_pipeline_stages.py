@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Matrix
+from obsidian_mcp.opening import open_retriever
 from obsidian_mcp.retrieval.candidates import Candidates, DenseRanking
 from obsidian_mcp.retrieval.fusion import fuse, reciprocal_rank_fusion, seated
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticAnswer
 from obsidian_mcp.retrieval.stages import Stages
-from obsidian_mcp.server.app import open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings

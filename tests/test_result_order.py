@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from bench.harness import QUESTIONS, REPO_ROOT, load_questions
+from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.reading import read_note_window
 from obsidian_mcp.retrieval.packing import PassageHit
 from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.search import Retriever
-from obsidian_mcp.server.app import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.vault import Vault

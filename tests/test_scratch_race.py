@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from obsidian_mcp.opening import open_vault
 from obsidian_mcp.reading import append_scratch
-from obsidian_mcp.server.app import open_vault
 from obsidian_mcp.sources.rest import build_http_client
 from tests.conftest import rest_settings
 from tests.standin.process import StandinProcess

@@ -22,7 +22,7 @@ from obsidian_mcp.editing.operations import EditRequest
 from obsidian_mcp.editing.service import Editor, Receipt
 from obsidian_mcp.editing.targets import EditRefused
 from obsidian_mcp.errors import PathRefused
-from obsidian_mcp.server.app import open_editor, open_vault
+from obsidian_mcp.opening import open_editor, open_vault
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.identity import PLUGIN_DATA
 from obsidian_mcp.sources.rest import build_http_client
