@@ -53,6 +53,7 @@ from bench import (
 )
 from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.peer import PEER_REQUIREMENT, ensure_peer
+from obsidian_mcp.config import StageName
 
 SOAK_CHART = "soak.png"
 
@@ -68,21 +69,24 @@ class Plan:
     # The memory files' layouts measured (memory_bench.LAYOUTS): today's files of writers,
     # and the one legacy file a store from before them still reads.
     memory_layouts: tuple[str, ...]
+    # A new process's first recall, one process each (memory_bench.FIRST_RECALLS).
+    memory_first_recalls: tuple[str, ...]
     memory_runs: int
     # The plugin versions our edit flows run on (edit_economy.OURS_VERSIONS in full).
     edit_versions: tuple[str, ...]
     overhead_rounds: int
-    # Meaning from the local model in the quality runs (the quick run skips building the
-    # passage indexes it needs; python -m bench.index_bench measures the index itself).
+    # Meaning from the local model, in the quality runs and the generated vaults. The quick
+    # run checks the pipeline, not the figures: it skips the model's work (building the
+    # fixture vault's passage indexes; embedding each 200-note vault, about 20 s of CPU per
+    # source while its calls are timed). python -m bench.index_bench measures the index.
     embeddings: bool
-    # Whether a small generated vault's first question waits for its meaning index, as a
-    # user's would. The quick run checks the pipeline, not the figures: its 200-note
-    # vault's first question would wait about 20 s, once per source.
-    first_query_waits: bool
     # Whether the ablation runs through Smart Connections' /search/smart as well as through
     # the folder: each mode is seven server processes; the quick run checks the plumbing
     # with one (the economy phase asks /search/smart already).
     smart_ablation: bool
+    # The stages the ablation switches off, one at a time (ablation.STAGES in full; the quick
+    # run checks the switch with one, each being a server process).
+    ablation_stages: tuple[StageName, ...]
 
 
 # Hostile calls per tool and source (bench/fuzz.py, `--fuzz`); the issue asks for at least
@@ -100,13 +104,15 @@ PLANS = {
         memory_sizes=(200,),
         # Today's layout alone: each layout starts 6 processes and 2 servers.
         memory_layouts=("writers",),
+        # One kind: each is a process per source.
+        memory_first_recalls=("by query",),
         memory_runs=5,
         # One version: each flow starts a stand-in and a server.
         edit_versions=("5.1.0",),
         overhead_rounds=20,
         embeddings=False,
-        first_query_waits=False,
         smart_ablation=False,
+        ablation_stages=("keyword",),
     ),
     "full": Plan(
         mode="full",
@@ -116,12 +122,13 @@ PLANS = {
         budget_seconds=10.0,
         memory_sizes=(1000, 10_000, 100_000),
         memory_layouts=tuple(memory_bench.LAYOUTS),
+        memory_first_recalls=tuple(memory_bench.FIRST_RECALLS),
         memory_runs=50,
         edit_versions=edit_economy.OURS_VERSIONS,
         overhead_rounds=200,
         embeddings=True,
-        first_query_waits=True,
         smart_ablation=True,
+        ablation_stages=ablation.STAGES,
     ),
 }
 
@@ -206,7 +213,11 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -
     dev = [q for q in questions if q.split == "dev"]
     print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
     stages = await ablation.ablation(
-        dev, work / "ablation", embeddings=plan.embeddings, smart=plan.smart_ablation
+        dev,
+        work / "ablation",
+        embeddings=plan.embeddings,
+        smart=plan.smart_ablation,
+        stages=plan.ablation_stages,
     )
     print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
     scale = await speed.scale(
@@ -214,10 +225,12 @@ async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -
         work / "scale",
         plan.warm_calls,
         plan.budget_seconds,
-        first_query_waits=plan.first_query_waits,
+        embeddings=plan.embeddings,
     )
     print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)
-    memory = await speed.memory(plan.memory_sizes, plan.memory_runs, plan.memory_layouts)
+    memory = await speed.memory(
+        plan.memory_sizes, plan.memory_runs, plan.memory_layouts, plan.memory_first_recalls
+    )
     print("tool-call overhead over raw REST", flush=True)
     overhead = await speed.overhead(work, plan.overhead_rounds)
     return {

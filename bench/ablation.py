@@ -43,11 +43,14 @@ from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
 STAGES: tuple[StageName, ...] = get_args(StageName)
-# (name, stages off): every stage (the server's default), then each one off alone.
-CONFIGS: tuple[tuple[str, frozenset[StageName]], ...] = (
-    ("all stages", frozenset()),
-    *((f"no {stage}", frozenset({stage})) for stage in STAGES),
-)
+
+
+def configurations(stages: Sequence[StageName]) -> list[tuple[str, frozenset[StageName]]]:
+    """(name, stages off): every stage (the server's default), then each of `stages` off
+    alone."""
+    return [("all stages", frozenset()), *((f"no {s}", frozenset({s})) for s in stages)]
+
+
 # The slices each stage is aimed at, reported beside the whole split.
 SLICES = ("two-file", "paraphrase", "temporal", "trait: alias", "trait: next-sentence")
 
@@ -89,13 +92,14 @@ async def ablation(
     embeddings: bool = True,
     vault: DevVault = VAULTS[0],
     smart: bool = True,
+    stages: Sequence[StageName] = STAGES,
 ) -> dict[str, Any]:
     """Every configuration in every mode: {mode: {config: summary}}. Each mode's passage
     index is built first, so every configuration meets the same complete index (a build
     still running in the background would favour the configurations measured last).
     `embeddings=False` runs without the local model (the quick run). Only the fixture
     vault has the questions' vectors `/search/smart` needs: other vaults run the folder
-    mode alone, as does `smart=False`."""
+    mode alone, as does `smart=False`. `stages`: those switched off in turn."""
     config_dir = work / "config"
     results: dict[str, dict[str, Any]] = {}
     if smart and vault.name == VAULTS[0].name:
@@ -106,14 +110,14 @@ async def ablation(
         ) as standin:
             env = server_env(standin=standin, config_dir=config_dir, embeddings=embeddings)
             build_indexes([env])
-            for name, off in CONFIGS:
+            for name, off in configurations(stages):
                 traces = await run_config(env, off, f"smart, {name}", questions)
                 results["smart"][name] = summarise(traces, questions)
     without_env = copy_vault(work / "no-env" / "vault", vectors=False, source=vault.vault)
     results["folder"] = {}
     env = server_env(vault=without_env, config_dir=config_dir, embeddings=embeddings)
     build_indexes([env])
-    for name, off in CONFIGS:
+    for name, off in configurations(stages):
         traces = await run_config(env, off, f"folder, {name}", questions)
         results["folder"][name] = summarise(traces, questions)
     split = ", ".join(sorted({q.split for q in questions}))

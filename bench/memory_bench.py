@@ -179,9 +179,12 @@ async def first_recall(settings: dict[str, object], recall: dict[str, object]) -
         return time.perf_counter() - began
 
 
-def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
+def new_process_rows(
+    label: str, settings: dict[str, object], kinds: Sequence[str]
+) -> list[Row]:
     rows: list[Row] = []
-    for kind, recall in FIRST_RECALLS.items():
+    for kind in kinds:
+        recall = FIRST_RECALLS[kind]
         spec = json.dumps({"settings": settings, "recall": recall}, default=str)
         out = subprocess.run(
             [sys.executable, "-m", "bench.memory_bench", "--first-recall", spec],
@@ -197,16 +200,25 @@ def new_process_rows(label: str, settings: dict[str, object]) -> list[Row]:
 LAYOUTS = {"legacy": "", "writers": f"{len(WRITERS)} files, "}
 
 
-async def run(entries: int, runs: int, layouts: Sequence[str] = tuple(LAYOUTS)) -> list[Row]:
+async def run(
+    entries: int,
+    runs: int,
+    layouts: Sequence[str] = tuple(LAYOUTS),
+    first_recalls: Sequence[str] = tuple(FIRST_RECALLS),
+) -> list[Row]:
+    """Every measurement over each of `layouts`; a new process (one each) for each of
+    `first_recalls`."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         for layout in layouts:
-            rows += await run_layout(root / layout, layout, entries, runs)
+            rows += await run_layout(root / layout, layout, entries, runs, first_recalls)
     return rows
 
 
-async def run_layout(root: Path, layout: str, entries: int, runs: int) -> list[Row]:
+async def run_layout(
+    root: Path, layout: str, entries: int, runs: int, first_recalls: Sequence[str]
+) -> list[Row]:
     """Every measurement over one layout of the entries, in a folder of its own (vault,
     stand-in vault, config and caches)."""
     rows: list[Row] = []
@@ -230,7 +242,7 @@ async def run_layout(root: Path, layout: str, entries: int, runs: int) -> list[R
         rows += await measure_store(state.require().memory, f"folder, {name}domain", runs)
     rows += await measure_tools(folder, f"folder, {name}MCP tool", runs)
     rows += new_process_rows(f"folder, {name}new process",
-                             {"vault_path": vault, "config_dir": root / "cfg"})
+                             {"vault_path": vault, "config_dir": root / "cfg"}, first_recalls)
 
     async with StandinProcess(rest_vault, plugin_version="5.1.0") as standin:
         rest_values: dict[str, object] = {
@@ -253,7 +265,7 @@ async def run_layout(root: Path, layout: str, entries: int, runs: int) -> list[R
                 always.close()
             rows.append((f"stand-in, {name}domain", "recall, file re-read each time", *fresh))
         rows += await measure_tools(rest, f"stand-in, {name}MCP tool", runs)
-        rows += new_process_rows(f"stand-in, {name}new process", rest_values)
+        rows += new_process_rows(f"stand-in, {name}new process", rest_values, first_recalls)
     return rows
 
 

@@ -225,13 +225,12 @@ async def scale(
     *,
     rest: bool = True,
     timeout: float = 300,
-    first_query_waits: bool = True,
+    embeddings: bool = True,
 ) -> list[SourceRun]:
     """Every tool at each size through the folder and, when ``rest``, the stand-in; one
-    call taking longer than ``timeout`` seconds ends the run. Without
-    ``first_query_waits``, a small vault's first question does not wait for its meaning
-    index (``OBSIDIAN_INDEX_MEANING_WAIT_SECONDS=0``)."""
-    waits = {} if first_query_waits else {"OBSIDIAN_INDEX_MEANING_WAIT_SECONDS": "0"}
+    call taking longer than ``timeout`` seconds ends the run. Without ``embeddings`` the
+    servers rank by words and the plugin's stored vectors, and the local model embeds
+    nothing."""
     runs: list[SourceRun] = []
     for notes in sizes:
         out = work / f"gen-{notes}"
@@ -245,7 +244,9 @@ async def scale(
             f"{time.perf_counter() - started:.1f} s",
             flush=True,
         )
-        folder_env = server_env(vault=vault, config_dir=work / f"config-{notes}-folder") | waits
+        folder_env = server_env(
+            vault=vault, config_dir=work / f"config-{notes}-folder", embeddings=embeddings
+        )
         runs.append(
             await _source_run(folder_env, notes, "folder", probes, calls, budget_seconds, timeout)
         )
@@ -259,7 +260,9 @@ async def scale(
             query_vectors=out / "query_vectors.jsonl",
             startup_timeout=300,
         ) as standin:
-            env = server_env(standin=standin, config_dir=work / f"config-{notes}-rest") | waits
+            env = server_env(
+                standin=standin, config_dir=work / f"config-{notes}-rest", embeddings=embeddings
+            )
             run = await _source_run(env, notes, "stand-in", probes, calls, budget_seconds, timeout)
             questions = load_questions(out / "planted.jsonl")
             run.raw_smart_ms = await raw_smart_search_ms(standin, questions, calls)
@@ -277,11 +280,13 @@ class MemoryRow:
     p95_ms: float
 
 
-async def memory(sizes: Sequence[int], runs: int, layouts: Sequence[str]) -> list[MemoryRow]:
+async def memory(
+    sizes: Sequence[int], runs: int, layouts: Sequence[str], first_recalls: Sequence[str]
+) -> list[MemoryRow]:
     rows: list[MemoryRow] = []
     for entries in sizes:
         started = time.perf_counter()
-        found = await memory_bench.run(entries, runs, layouts)
+        found = await memory_bench.run(entries, runs, layouts, first_recalls)
         rows += [MemoryRow(entries, *row) for row in found]
         print(f"  memory at {entries:,} entries: {time.perf_counter() - started:.0f} s", flush=True)
     return rows
