@@ -119,7 +119,7 @@ async def _call(
     problem: str | None,
 ) -> int:
     # Here, not at the top: the SDK takes over a second to import, and only `call` and
-    # `serve` need it (doctor, memory, stats and trust start without it).
+    # `serve` need it (every other command starts without it).
     from mcp import Client
     from mcp.types import TextContent
 
