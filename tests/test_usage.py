@@ -32,8 +32,10 @@ from obsidian_mcp.usage.report import (
     MEDIAN_COLOUR,
     P90_COLOUR,
     html_report,
+    terminal_report,
 )
 from obsidian_mcp.usage.stats import read_log, usage_stats
+from obsidian_mcp.vault_set import configured_vaults
 from tests.conftest import folder_settings
 from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.test_cli import run_cli
@@ -413,6 +415,7 @@ def test_stats_prints_the_table_json_and_a_self_contained_page(
     table = run_cli("stats", "--html", str(page), env=env)
     assert table.returncode == 0, table.stderr
     assert "vault_semantic_query" in table.stdout and "Follow-ups of 6 searches" in table.stdout
+    assert "Per vault" not in table.stdout and week["vaults"] == {}  # one vault: no vault named
     html = page.read_text("utf-8")
     assert html.count("<svg") == 4
     for colour in (CALLS_COLOUR, ERRORS_COLOUR, MEDIAN_COLOUR, P90_COLOUR, DAY_COLOUR):
@@ -421,6 +424,56 @@ def test_stats_prints_the_table_json_and_a_self_contained_page(
     assert not re.search(r"<script|<link|<img|src=|url\(|@import", html)
     assert re.findall(r"https?://[^\s\"']+", html) == ["http://www.w3.org/2000/svg"] * 4
     assert "Saltwick Market" in html and "Misses" in html
+
+
+async def test_with_several_vaults_stats_gives_each_vault_its_calls_and_misses(
+    tmp_path: Path,
+) -> None:
+    lore = copy_fixture_vault(tmp_path / "lore")
+    work = tmp_path / "work"
+    (work / "Dev").mkdir(parents=True)
+    (work / "Dev" / "Deploys.md").write_text("# Deploys\n\nWe deploy on Tuesdays.\n", "utf-8")
+    settings = usage_settings(lore, tmp_path, "full")
+    vaults = configured_vaults(settings, [f"lore={lore}", f"work={work}"])
+    async with Client(build_server(settings, vaults=vaults)) as client:
+        for tool, arguments in [
+            ("vault_semantic_query", {"query": COMPASS, "limit": 2}),  # every vault
+            ("vault_peek_file", {"path": UNRETURNED, "vault": "lore"}),  # read elsewhere
+            ("vault_semantic_query", {"query": "When do we deploy?", "vault": "work"}),
+            ("vault_read_note", {"path": "Dev/Deploys.md", "vault": "work"}),  # returned
+            ("vault_read_note", {"path": "Nobody.md", "vault": "work"}),  # NoteNotFound
+        ]:
+            await client.call_tool(tool, arguments)
+    assert [line["vaults"] for line in log_lines(settings)] == [
+        ["lore", "work"], ["lore"], ["work"], ["work"], ["work"]
+    ]  # fmt: skip
+
+    stats = usage_stats(read_log(LogFiles(settings.usage_log_dir)))
+    by_vault = {v.vault: v for v in stats.vaults}
+    assert [v.vault for v in stats.vaults] == ["work", "lore"]  # most calls first
+    assert (by_vault["lore"].calls, by_vault["lore"].errors) == (2, 0)
+    assert (by_vault["work"].calls, by_vault["work"].errors) == (4, 1)
+    lore_follow, work_follow = (stats.follow_ups.by_vault[name] for name in ("lore", "work"))
+    # The search over both vaults was followed by a read of a note it had not returned
+    # (before the next search): a miss for each vault it searched.
+    assert (lore_follow.searches, lore_follow.missed) == (1, 1)
+    assert (work_follow.searches, work_follow.missed) == (2, 1)
+    data = stats.data()
+    assert data["vaults"]["work"]["calls"] == 4
+    assert data["vaults"]["work"]["follow_ups"]["missed"] == 1
+    assert data["calls"] == 5  # a call over both vaults is one call
+
+    table = terminal_report(stats)
+    assert "Per vault (a search over every vault counts under each):" in table
+    assert re.search(r"^work +4 +1 .* 2 +1 \(50\.0%\)$", table, re.MULTILINE), table
+    assert "<h2>Per vault</h2>" in html_report(stats)
+
+    # A hand-edited line whose vaults are not a list is skipped, not read letter by letter.
+    odd = log_lines(settings)[0] | {"vaults": "lore"}
+    with (settings.usage_log_dir / LOG_FILE).open("a", encoding="utf-8") as log:
+        log.write(json.dumps(odd) + "\n")
+    read = read_log(LogFiles(settings.usage_log_dir))
+    assert (len(read.calls), read.skipped) == (5, 1)
 
 
 def test_stats_says_what_to_do_without_a_log_or_with_a_bad_period(tmp_path: Path) -> None:

@@ -79,6 +79,29 @@ def _tool_rows(stats: UsageStats) -> list[list[str]]:
     return [row + [""] * (len(_TOOL_HEADERS) - len(row)) for row in rows]
 
 
+_VAULT_HEADERS = ("vault", "calls", "errors", "tokens median", "total", "searches", "missed")
+# Said beside the per-vault figures: their calls add up to more than the calls made.
+_VAULT_NOTE = "a search over every vault counts under each"
+
+
+def _vault_rows(stats: UsageStats) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for v in stats.vaults:
+        follow = stats.follow_ups.by_vault.get(v.vault, FollowUpCounts())
+        rows.append(
+            [
+                v.vault,
+                f"{v.calls:,}",
+                f"{v.errors:,}",
+                _number(v.tokens.median),
+                _number(v.tokens.total),
+                f"{follow.searches:,}",
+                f"{follow.missed:,} ({_share(follow.missed, follow.searches)})",
+            ]
+        )
+    return rows
+
+
 @dataclass(frozen=True)
 class _Signal:
     label: str
@@ -126,6 +149,9 @@ def _definitions_line(stats: UsageStats) -> str:
 def terminal_report(stats: UsageStats) -> str:
     lines = [_summary(stats), _log_line(stats), ""]
     lines += _table(_TOOL_HEADERS, _tool_rows(stats))
+    if stats.vaults:
+        lines += ["", f"Per vault ({_VAULT_NOTE}):"]
+        lines += _table(_VAULT_HEADERS, _vault_rows(stats))
     lines += ["", "Errors by kind:" if stats.errors else "Errors: none."]
     lines += [
         f"  {e.kind}: {e.count:,} ({', '.join(f'{t} {n:,}' for t, n in e.tools.items())})"
@@ -358,6 +384,16 @@ def html_report(stats: UsageStats) -> str:
         f'<p class="note">{escape(_log_line(stats))}</p>',
         *charts[:2],
         _html_table(_TOOL_HEADERS, _tool_rows(stats)),
+        *(
+            [
+                "<h2>Per vault</h2>",
+                f'<p class="note">Missed: followed by a search again or a read elsewhere; '
+                f"{escape(_VAULT_NOTE)}.</p>",
+                _html_table(_VAULT_HEADERS, _vault_rows(stats)),
+            ]
+            if stats.vaults
+            else []
+        ),
         charts[2],
         "<h2>Errors by kind</h2>",
         errors if stats.errors else "<p>None.</p>",

@@ -12,7 +12,9 @@ fatal. Figures:
   n calls makes at least n + 1 requests (each call is asked for by one, and the answer
   after the last call is one more), so the estimate is (n + 1) x the definitions' tokens
   per session, a lower bound;
-- follow-up signals of retrieval misses (`follow_ups`).
+- follow-up signals of retrieval misses (`follow_ups`);
+- with several vaults, the calls, tokens and misses of each (a call over several vaults
+  counts under each one it worked on).
 """
 
 import json
@@ -21,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from obsidian_mcp.usage.log import LogFiles
 from obsidian_mcp.usage.record import QUESTION_ARGUMENTS
@@ -50,6 +52,7 @@ class LoggedCall:
     words: frozenset[str]  # the question's words (hashed with `on`)
     question: str | None  # the question as asked: `full` only
     definitions: int  # tokens of the tool list sent with each request
+    vaults: tuple[str, ...] = ()  # the vaults it worked on, with several configured
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ def _call(line: bytes) -> LoggedCall | None:
         )
         items = row.get("items")
         notes = cast(list[list[str]], row.get("notes") or [])
+        vaults: object = row.get("vaults") or []
+        if not isinstance(vaults, list):
+            return None
         return LoggedCall(
             at=at,
             session=str(row["session"]),
@@ -89,6 +95,7 @@ def _call(line: bytes) -> LoggedCall | None:
             words=frozenset(str(word) for word in cast(list[object], row.get("words") or [])),
             question=question if mode == "full" else None,
             definitions=int(row.get("defs") or 0),
+            vaults=tuple(str(name) for name in cast(list[object], vaults)),
         )
     except (ValueError, KeyError, TypeError, IndexError):
         return None
@@ -141,12 +148,32 @@ class Spread:
 
 
 @dataclass(frozen=True)
-class ToolFigures:
-    tool: str
+class CallFigures:
     calls: int
     errors: int
     tokens: Spread
     ms: Spread
+
+    @classmethod
+    def of(cls, made: Sequence[LoggedCall], **name: str) -> Self:
+        """The figures of the calls `made`; `name` names what they share (tool=, vault=)."""
+        return cls(
+            len(made),
+            sum(call.error is not None for call in made),
+            Spread.of([call.tokens for call in made]),
+            Spread.of([call.ms for call in made]),
+            **name,
+        )
+
+
+@dataclass(frozen=True)
+class ToolFigures(CallFigures):
+    tool: str
+
+
+@dataclass(frozen=True)
+class VaultFigures(CallFigures):
+    vault: str
 
 
 @dataclass(frozen=True)
@@ -192,6 +219,7 @@ class FollowUps:
     total: FollowUpCounts
     by_tool: dict[str, FollowUpCounts]
     misses: list[Miss] = field(default_factory=list[Miss])
+    by_vault: dict[str, FollowUpCounts] = field(default_factory=dict[str, FollowUpCounts])
 
 
 @dataclass(frozen=True)
@@ -210,6 +238,8 @@ class UsageStats:
     sessions: int
     tokens: int
     tools: list[ToolFigures]
+    # Empty unless calls name their vaults (several configured).
+    vaults: list[VaultFigures]
     errors: list[ErrorFigures]
     definitions: DefinitionsCost
     follow_ups: FollowUps
@@ -233,6 +263,10 @@ class UsageStats:
             return value
 
         tools = {t.tool: asdict(t) for t in self.tools}
+        vaults = {
+            v.vault: {**asdict(v), "follow_ups": asdict(self.follow_ups.by_vault[v.vault])}
+            for v in self.vaults
+        }
         return cast(
             dict[str, Any],
             clean(
@@ -244,6 +278,7 @@ class UsageStats:
                     "sessions": self.sessions,
                     "tokens": self.tokens,
                     "tools": tools,
+                    "vaults": vaults,
                     "errors": {e.kind: {"count": e.count, "tools": e.tools} for e in self.errors},
                     "definitions": asdict(self.definitions),
                     "follow_ups": {
@@ -276,6 +311,7 @@ def follow_ups(calls: Sequence[LoggedCall]) -> FollowUps:
     (vault_read_note, vault_peek_file) opened a note the search had not returned."""
     total = FollowUpCounts()
     by_tool: dict[str, FollowUpCounts] = defaultdict(FollowUpCounts)
+    by_vault: dict[str, FollowUpCounts] = defaultdict(FollowUpCounts)
     misses: list[Miss] = []
     sessions: dict[str, list[LoggedCall]] = defaultdict(list)
     for call in calls:
@@ -298,7 +334,7 @@ def follow_ups(calls: Sequence[LoggedCall]) -> FollowUps:
                 )
             )
             empty = search.error is None and search.items == 0
-            for counts in (total, by_tool[search.tool]):
+            for counts in (total, by_tool[search.tool], *(by_vault[v] for v in search.vaults)):
                 counts.searches += 1
                 counts.searched_again += again
                 counts.read_elsewhere += bool(elsewhere)
@@ -314,7 +350,9 @@ def follow_ups(calls: Sequence[LoggedCall]) -> FollowUps:
                         elsewhere,
                     )
                 )
-    return FollowUps(total, dict(sorted(by_tool.items())), misses)
+    return FollowUps(
+        total, dict(sorted(by_tool.items())), misses, dict(sorted(by_vault.items()))
+    )
 
 
 def usage_stats(log: LogContents, since: datetime | None = None) -> UsageStats:
@@ -323,22 +361,20 @@ def usage_stats(log: LogContents, since: datetime | None = None) -> UsageStats:
     per_tool: dict[str, list[LoggedCall]] = defaultdict(list)
     per_session: dict[str, list[LoggedCall]] = defaultdict(list)
     per_day: dict[str, list[LoggedCall]] = defaultdict(list)
+    per_vault: dict[str, list[LoggedCall]] = defaultdict(list)
     for call in calls:
         per_tool[call.tool].append(call)
+        for vault in call.vaults:
+            per_vault[vault].append(call)
         per_session[call.session].append(call)
         per_day[call.at.astimezone().date().isoformat()].append(call)
     tools = sorted(
-        (
-            ToolFigures(
-                tool,
-                len(made),
-                sum(call.error is not None for call in made),
-                Spread.of([call.tokens for call in made]),
-                Spread.of([call.ms for call in made]),
-            )
-            for tool, made in per_tool.items()
-        ),
+        (ToolFigures.of(made, tool=tool) for tool, made in per_tool.items()),
         key=lambda figures: (-figures.calls, figures.tool),
+    )
+    vaults = sorted(
+        (VaultFigures.of(made, vault=vault) for vault, made in per_vault.items()),
+        key=lambda figures: (-figures.calls, figures.vault),
     )
     kinds: dict[str, Counter[str]] = defaultdict(Counter)
     for call in calls:
@@ -360,6 +396,7 @@ def usage_stats(log: LogContents, since: datetime | None = None) -> UsageStats:
         sessions=len(per_session),
         tokens=sum(call.tokens for call in calls),
         tools=tools,
+        vaults=vaults,
         errors=errors,
         definitions=DefinitionsCost(latest, requests, spent),
         follow_ups=follow_ups(calls),
