@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -467,6 +468,12 @@ async def test_with_several_vaults_stats_gives_each_vault_its_calls_and_misses(
     assert "Per vault (a search over every vault counts under each):" in table
     assert re.search(r"^work +4 +1 .* 2 +1 \(50\.0%\)$", table, re.MULTILINE), table
     assert "<h2>Per vault</h2>" in html_report(stats)
+    # From the read on: lore was used but not searched.
+    read_at = datetime.fromisoformat(log_lines(settings)[1]["at"])
+    later = usage_stats(read_log(LogFiles(settings.usage_log_dir)), since=read_at)
+    assert later.data()["vaults"]["lore"]["calls"] == 1
+    assert later.data()["vaults"]["lore"]["follow_ups"]["searches"] == 0
+    assert re.search(r"^lore +1 +0 .* 0 +0 \(-\)$", terminal_report(later), re.MULTILINE)
 
     # A hand-edited line whose vaults are not a list is skipped, not read letter by letter.
     odd = log_lines(settings)[0] | {"vaults": "lore"}

@@ -87,7 +87,7 @@ _VAULT_NOTE = "a search over every vault counts under each"
 def _vault_rows(stats: UsageStats) -> list[list[str]]:
     rows: list[list[str]] = []
     for v in stats.vaults:
-        follow = stats.follow_ups.by_vault.get(v.vault, FollowUpCounts())
+        follow = stats.follow_ups.of_vault(v.vault)
         rows.append(
             [
                 v.vault,

@@ -221,6 +221,10 @@ class FollowUps:
     misses: list[Miss] = field(default_factory=list[Miss])
     by_vault: dict[str, FollowUpCounts] = field(default_factory=dict[str, FollowUpCounts])
 
+    def of_vault(self, vault: str) -> FollowUpCounts:
+        """The vault's counts; zeros for a vault the calls used but did not search."""
+        return self.by_vault.get(vault, FollowUpCounts())
+
 
 @dataclass(frozen=True)
 class DayFigures:
@@ -264,7 +268,7 @@ class UsageStats:
 
         tools = {t.tool: asdict(t) for t in self.tools}
         vaults = {
-            v.vault: {**asdict(v), "follow_ups": asdict(self.follow_ups.by_vault[v.vault])}
+            v.vault: {**asdict(v), "follow_ups": asdict(self.follow_ups.of_vault(v.vault))}
             for v in self.vaults
         }
         return cast(
