@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,14 @@ from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, program: Sequence[str] = ("-m", "obsidian_mcp")
+) -> subprocess.CompletedProcess[str]:
+    """`python -m obsidian_mcp ARGS` (or `python PROGRAM ARGS`) in a process of its own,
+    with no OBSIDIAN_* variable but those of `env`."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}
     return subprocess.run(
-        [sys.executable, "-m", "obsidian_mcp", *args],
+        [sys.executable, *program, *args],
         cwd=REPO_ROOT,
         env={**base, **(env or {})},
         capture_output=True,
@@ -144,15 +149,7 @@ def test_commands_without_a_server_start_without_the_mcp_sdk(tmp_path: Path) -> 
     )
     env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path), "OBSIDIAN_CACHE_DIR": str(tmp_path)}
     for command in (["doctor"], ["stats"], ["memory", "--vault", str(tmp_path), "list"]):
-        done = subprocess.run(
-            [sys.executable, "-c", probe, *command],
-            cwd=REPO_ROOT,
-            env={**{k: v for k, v in os.environ.items() if not k.startswith("OBSIDIAN_")}, **env},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_cli(*command, env=env, program=("-c", probe))
         assert done.stdout.strip().splitlines()[-1] == "[]", (command, done.stdout, done.stderr)
 
 
