@@ -20,7 +20,7 @@ import anyio
 from pydantic import ValidationError
 
 from obsidian_mcp import __version__
-from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT, Settings, rest_url
+from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT, Settings, is_loopback, rest_url
 from obsidian_mcp.doctor import (
     describe_index,
     download_certificate,
@@ -128,13 +128,12 @@ async def _call(
     # One call is the whole life of this server, too short for the background build: a tool
     # that ranks by meaning brings the index up to date first (with a progress bar, once;
     # later calls find it done).
-    if (
-        vaults is not None
-        and tool in _MEANING_TOOLS
-        and settings.index_embeddings
-        and not await _refresh_indexes(vaults, dict(pairs).get("vault"))
-    ):
-        return 1
+    # A vault that cannot be indexed is said on stderr; with several, the call still
+    # answers from the others, as the server does.
+    if vaults is not None and tool in _MEANING_TOOLS and settings.index_embeddings:
+        refreshed = await _refresh_indexes(vaults, dict(pairs).get("vault"))
+        if not any(refreshed.values()):
+            return 1
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     async with Client(server) as client:
         schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
@@ -194,20 +193,28 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-async def _refresh_index(settings: Settings) -> bool:
+async def _refresh_index(named: NamedVault) -> bool:
     """Bring the vault's passage index up to date, with a progress bar on stderr; False
-    (with the reason on stderr) when no vault is configured."""
-    async with build_http_client(settings) as http:
-        vault, note = await open_vault(settings, http)
-        if vault is None:
-            print(f"No vault to index: {note}", file=sys.stderr)
-            return False
-        retriever = open_retriever(vault, settings, model_loader(settings))
-        try:
-            await retriever.build_index(ProgressBar())
-            return True
-        finally:
-            retriever.close()
+    (with the reason on stderr) when the vault cannot be opened."""
+    settings = named.settings
+    if named.problem is not None:
+        print(f"No vault to index: {named.problem}", file=sys.stderr)
+        return False
+    try:
+        async with build_http_client(settings) as http:
+            vault, note = await open_vault(settings, http)
+            if vault is None:
+                print(f"No vault to index: {note}", file=sys.stderr)
+                return False
+            retriever = open_retriever(vault, settings, model_loader(settings))
+            try:
+                await retriever.build_index(ProgressBar())
+                return True
+            finally:
+                retriever.close()
+    except VaultError as exc:
+        print(f"The index was not brought up to date: {exc}", file=sys.stderr)
+        return False
 
 
 def _chosen(vaults: VaultSet, name: object) -> list[NamedVault]:
@@ -222,30 +229,35 @@ def _chosen(vaults: VaultSet, name: object) -> list[NamedVault]:
     return [found]
 
 
-async def _refresh_indexes(vaults: VaultSet, name: object = None) -> bool:
-    """Each chosen vault's index brought up to date (`_refresh_index`); False as soon as
-    one cannot be."""
+async def _refresh_indexes(vaults: VaultSet, name: object = None) -> dict[str, bool]:
+    """Each chosen vault's index brought up to date (`_refresh_index`), one vault's
+    failure leaving the others' to do: by vault name, whether it was."""
+    refreshed: dict[str, bool] = {}
     for named in _chosen(vaults, name):
         if vaults.several:
             print(f"vault {named.name}:", file=sys.stderr)
-        if not await _refresh_index(named.settings):
-            return False
-    return True
+        refreshed[named.name] = await _refresh_index(named)
+    return refreshed
 
 
 async def _index(vaults: VaultSet) -> int:
-    if not await _refresh_indexes(vaults):
-        return 1
+    refreshed = await _refresh_indexes(vaults)
     for named in vaults.vaults:
+        if not refreshed[named.name]:
+            continue
         # Said once the index is closed (its write-ahead log folded in), as doctor says it.
         where = f"{named.name}: " if vaults.several else ""
         print(f"{where}passage index {describe_index(index_path(named.settings))}")
-    return 0
+    return 0 if all(refreshed.values()) else 1
 
 
 async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
     """What the agent remembers, for a person without an agent: list, forget, export."""
-    settings = _chosen(vaults, args.name or vaults.default)[0].settings
+    named = _chosen(vaults, args.name or vaults.default)[0]
+    settings = named.settings
+    if named.problem is not None:
+        print(f"No vault: {named.problem}", file=sys.stderr)
+        return 1
     async with build_http_client(settings) as http:
         vault, note = await open_vault(settings, http)
         if vault is None:
@@ -293,7 +305,7 @@ async def _doctor(vaults: VaultSet) -> int:
     verdict is the exit status."""
     worst = "healthy"
     for named in vaults.vaults:
-        report = await run_checks(named.settings)
+        report = await run_checks(named.settings, named.problem)
         where = f"{named.name}: " if vaults.several else ""
         for check in report.checks:
             fix = f" -> {check.fix}" if check.fix else ""
@@ -407,7 +419,7 @@ def _stats(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(
     settings: Settings, vaults: VaultSet | None, args: argparse.Namespace, problem: str | None
 ) -> None:
-    from obsidian_mcp.http_transport import HttpOptions, is_loopback, serve_http  # as in _call
+    from obsidian_mcp.http_transport import HttpOptions, serve_http  # as in _call
     from obsidian_mcp.server import build_server
 
     server = build_server(settings, configuration_error=problem, vaults=vaults)

@@ -4,6 +4,7 @@ The `OBSIDIAN_*` names match other Obsidian MCP servers, so a user can switch wi
 rewriting their client configuration.
 """
 
+import ipaddress
 import os
 import re
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, SecretStr, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from obsidian_mcp.limits import excerpt
@@ -45,6 +46,18 @@ PLUGIN_PORTS = {"https": 27124, "http": 27123}
 MCP_HTTP_HOST = "127.0.0.1"
 MCP_HTTP_PORT = 8765
 _HEX_FINGERPRINT = re.compile(r"[0-9A-F]{64}")
+_LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine's loopback (127.0.0.0/8, ::1,
+    localhost): what nobody else can answer for."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def rest_url(value: str) -> str:
@@ -76,10 +89,45 @@ def normalized_fingerprint(value: str) -> str:
     return ":".join(digits[i : i + 2] for i in range(0, 64, 2))
 
 
-# A REST API address and a certificate fingerprint, as the settings and a vault's table
-# (`vault_set`) take them: normalised, or refused saying what is wrong.
+def trimmed_key(value: object) -> object:
+    """An API key as typed or pasted, without the white space around it; an empty one is
+    no key. What is left is judged by `api_key_problem`, never here: a validation error
+    would carry the key into every message that shows what was given."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    return value
+
+
+def api_key_problem(key: SecretStr) -> str | None:
+    """Why this key cannot be sent in an HTTP header, said without a character of it
+    (its kind of fault and where it stands); None for a usable key. The plugin's keys are
+    64 hexadecimal digits: a line break or a non-ASCII character is a paste gone wrong,
+    and the HTTP library would refuse it with the whole header in its message."""
+    text = key.get_secret_value()
+    for position, char in enumerate(text, 1):
+        if char.isascii() and char.isprintable():
+            continue
+        if char in "\r\n":
+            kind = "a line break"
+        elif char.isascii() or (not char.isprintable() and ord(char) < 0xA0):
+            kind = "a control character"
+        else:
+            kind = "a non-ASCII character"
+        return (
+            f"holds {kind} (character {position:,} of {len(text):,}); copy the key again "
+            "from Obsidian > Settings > Local REST API"
+        )
+    return None
+
+
+# A REST API address, a certificate fingerprint and an API key, as the settings and a
+# vault's table (`vault_set`) take them: normalised, or refused saying what is wrong.
 RestUrl = Annotated[str, AfterValidator(rest_url)]
 Fingerprint = Annotated[str, AfterValidator(normalized_fingerprint)]
+ApiKey = Annotated[SecretStr | None, BeforeValidator(trimmed_key)]
 
 # What the usage log keeps (`obsidian_mcp.usage`): nothing, hashes of the questions and
 # note paths, or the questions and note paths themselves.
@@ -111,10 +159,12 @@ def default_cache_dir() -> Path:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="OBSIDIAN_", extra="ignore")
 
-    api_key: SecretStr | None = Field(
+    api_key: ApiKey = Field(
         default=None,
         description="Local REST API key (Obsidian > Settings > Local REST API). "
-        "Without it the server reads the vault folder only.",
+        "Without it (or empty) the server reads the vault folder only. White space around "
+        "it is ignored; a key with a line break, another control character or a non-ASCII "
+        "character is refused, and never shown.",
     )
     host: str = Field(
         default="127.0.0.1",
@@ -154,8 +204,10 @@ class Settings(BaseSettings):
     )
     verify_tls: bool = Field(
         default=True,
-        description="Verify the REST API's certificate. Turning this off is an explicit "
-        "opt-in; it affects only this server's REST client.",
+        description="Verify the REST API's certificate. false is accepted only for a REST "
+        "API on this machine (127.0.0.1, ::1, localhost) with no pinned certificate: a pin "
+        "is never switched off, and the key never goes unverified to another host (pin its "
+        "certificate with `obsidian-mcp trust --url URL` instead).",
     )
     config_dir: Path = Field(
         default_factory=default_config_dir,
@@ -393,6 +445,11 @@ class Settings(BaseSettings):
     @property
     def uses_https(self) -> bool:
         return self.base_url.startswith("https://")
+
+    @property
+    def rest_host(self) -> str:
+        """The REST API's host name or address, as configured."""
+        return urlsplit(self.base_url).hostname or ""
 
     @property
     def rest_address(self) -> str:

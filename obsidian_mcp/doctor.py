@@ -15,6 +15,7 @@ from obsidian_mcp.errors import (
     CertificatePinMismatch,
     CertificateUntrusted,
     ObsidianUnreachable,
+    RestSettingsRefused,
     VaultError,
 )
 from obsidian_mcp.index.embedder import load_embedder
@@ -23,8 +24,8 @@ from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.identity import IdentityCheck, compare_sources, recovery_log
-from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client, pin_in_use
-from obsidian_mcp.sources.tls import presented_certificate
+from obsidian_mcp.sources.rest import RestSource, ServerInfo, build_http_client
+from obsidian_mcp.sources.tls import configured_pin, presented_certificate
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
 # healthy: everything works. degraded: the tools answer, with less (Obsidian closed but the
@@ -51,10 +52,11 @@ class Report:
 async def download_certificate(settings: Settings) -> str:
     """Fetch the plugin's certificate (trust on first use) as PEM, without storing it.
 
-    The download itself cannot be verified (that is what it is for), so it goes to the
-    configured host only, which is 127.0.0.1 unless the user changed it.
+    The download itself cannot be verified (that is what it is for), so it carries no API
+    key: the plugin serves its certificate to anyone, and whoever answers at an address
+    that is not Obsidian's learns nothing from the request.
     """
-    async with build_http_client(settings, verify=False) as http:
+    async with build_http_client(settings, unverified=True) as http:
         pem = await RestSource(http, settings).fetch_certificate()
     if "BEGIN CERTIFICATE" not in pem:
         raise VaultError("Obsidian answered, but not with a PEM certificate; is it the plugin?")
@@ -109,6 +111,9 @@ def _rest_checks(
 ) -> list[Check]:
     url = settings.base_url
     if error is not None:
+        if isinstance(error, RestSettingsRefused):
+            # Refused before any request: whether Obsidian answers is not known, nor asked.
+            return [Check("REST settings", "fail", str(error))]
         if isinstance(error, CertificateUntrusted | CertificatePinMismatch):
             return [
                 Check("Obsidian reachable", "ok", f"{url} answered"),
@@ -138,7 +143,7 @@ def _rest_checks(
     assert info is not None
     checks = [Check("Obsidian reachable", "ok", f"{url} answered")]
     if settings.uses_https:
-        pin = pin_in_use(settings)
+        pin = configured_pin(settings)
         checks.append(
             Check("certificate trusted", "ok", f"pinned: SHA-256 {pin}, host name not checked")
             if pin is not None
@@ -147,7 +152,7 @@ def _rest_checks(
             else Check(
                 "certificate trusted",
                 "warn",
-                "verification is OFF (OBSIDIAN_VERIFY_TLS=false)",
+                "verification is OFF (OBSIDIAN_VERIFY_TLS=false, accepted on this machine only)",
                 "run `obsidian-mcp trust` and remove OBSIDIAN_VERIFY_TLS",
             )
         )
@@ -348,10 +353,15 @@ def _verdict(checks: list[Check], rest_ok: bool, folder_ok: bool) -> tuple[Verdi
     return "healthy", "every check passed"
 
 
-async def run_checks(settings: Settings) -> Report:
+async def run_checks(settings: Settings, problem: str | None = None) -> Report:
+    """Every check of one vault; `problem`: what in its own settings cannot work
+    (`NamedVault.problem`), reported instead of anything its REST API would be asked."""
     checks: list[Check] = []
     info: ServerInfo | None = None
     identity: IdentityCheck | None = None
+    if problem is not None:
+        checks.append(Check("vault settings", "fail", problem))
+        return Report(checks, "broken", "this vault is not served until its settings are fixed")
     if settings.api_key is None:
         checks.append(
             Check("Obsidian reachable", "skip", "no API key (OBSIDIAN_API_KEY): vault folder only")

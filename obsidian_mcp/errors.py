@@ -151,15 +151,22 @@ class UpstreamError(VaultError):
 
 
 class ConfigurationInvalid(VaultError):
-    """The server started, but its settings cannot work; every call says so."""
+    """The server started, but its settings (or one vault's) cannot work; every call on
+    what they configure says so."""
 
     def __init__(self, problem: str) -> None:
         self.problem = problem
         super().__init__(
-            f"The obsidian-mcp server is misconfigured: {problem} Fix it in the environment "
-            "your MCP client starts the server with, then restart the server; until then no "
-            "vault tool can work."
+            f"The obsidian-mcp server is misconfigured: {problem} Fix that setting (in the "
+            "environment your MCP client starts the server with, or in the vaults file it "
+            "names), then restart the server; until then this vault's tools cannot work."
         )
+
+
+class RestSettingsRefused(VaultError):
+    """Settings that would send the API key where it does not belong (a key no header can
+    carry, a pin switched off, unverified TLS to another machine): refused before any
+    request, with the setting to change. The message never holds the key."""
 
 
 class CertificateUnusable(VaultError):

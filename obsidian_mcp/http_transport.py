@@ -5,7 +5,6 @@ one lifespan serve every client, so all of them share one vault, index and memor
 """
 
 import hmac
-import ipaddress
 import logging
 import secrets
 import sys
@@ -21,21 +20,11 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT
+from obsidian_mcp.config import MCP_HTTP_HOST, MCP_HTTP_PORT, is_loopback
 
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-_LOCAL_NAMES = frozenset({"localhost"})
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in _LOCAL_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def is_local_origin(origin: str) -> bool:

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-from obsidian_mcp.config import Fingerprint, RestUrl, Settings
+from obsidian_mcp.config import ApiKey, Fingerprint, RestUrl, Settings, api_key_problem
 from obsidian_mcp.index.location import vault_identity
 from obsidian_mcp.limits import excerpt
+from obsidian_mcp.sources.tls import unverified_tls_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ class VaultConfigError(ValueError):
 class NamedVault:
     name: str
     settings: Settings
+    # What in this vault's own settings cannot work (its table's mistake, a key no header
+    # can carry, a pin switched off): the vault is listed and every call on it says this,
+    # and no request is made for it; the other vaults are served as usual.
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +108,7 @@ class _VaultTable(BaseModel):
 
     path: Path | None = None
     url: RestUrl | None = None
-    api_key: SecretStr | None = None
+    api_key: ApiKey = None
     cert: Path | None = None
     cert_sha256: Fingerprint | None = None
     default: bool = False
@@ -133,7 +138,9 @@ def _table_problem(name: str, exc: ValidationError) -> str:
     return f"[vaults.{name}] " + "; ".join(problems)
 
 
-def _from_table(name: str, raw: object, base: Settings, folder: Path) -> tuple[NamedVault, bool]:
+def _table_settings(name: str, raw: object, base: Settings, folder: Path) -> tuple[Settings, bool]:
+    """One `[vaults.NAME]` table's settings and whether it is the default;
+    VaultConfigError saying what in the table to change."""
     if not isinstance(raw, dict):
         raise VaultConfigError(f"vaults.{name} must be a table: [vaults.{name}] then its settings.")
     try:
@@ -164,7 +171,40 @@ def _from_table(name: str, raw: object, base: Settings, folder: Path) -> tuple[N
             "cert_sha256": table.cert_sha256,
         }
     )
-    return NamedVault(check_name(name), settings), table.default
+    return settings, table.default
+
+
+def _without_sources(settings: Settings) -> Settings:
+    return settings.model_copy(
+        update={"vault_path": None, "api_key": None, "url": None, "cert": None, "cert_sha256": None}
+    )
+
+
+def rest_problem(settings: Settings, key_setting: str) -> str | None:
+    """What would send this vault's API key where it does not belong, if anything: a key
+    no HTTP header can carry (named by `key_setting`, never shown), or
+    OBSIDIAN_VERIFY_TLS=false where it is refused (`unverified_tls_refusal`)."""
+    if settings.api_key is None:
+        return None
+    problem = api_key_problem(settings.api_key)
+    if problem is not None:
+        return f"{key_setting} {problem}."
+    return unverified_tls_refusal(settings)
+
+
+def _from_table(
+    name: str, raw: object, base: Settings, folder: Path, file: Path
+) -> tuple[NamedVault, bool]:
+    """The vault of one table; a mistake in the table is this vault's problem only."""
+    check_name(name)
+    try:
+        settings, default = _table_settings(name, raw, base, folder)
+    except VaultConfigError as exc:
+        said_default = isinstance(raw, dict) and cast(dict[str, object], raw).get("default") is True
+        problem = f"the vaults file {file}: {exc}"
+        return NamedVault(name, _without_sources(base), problem), said_default
+    problem = rest_problem(settings, f"api_key in [vaults.{name}] of {file}")
+    return NamedVault(name, settings, problem), default
 
 
 def _server_settings(file: Path, data: dict[str, Any], base: Settings) -> Settings:
@@ -228,7 +268,7 @@ def _from_file(file: Path, base: Settings) -> tuple[Settings, list[tuple[NamedVa
     settings = _server_settings(file, data, base)
     try:
         return settings, [
-            _from_table(name, raw, settings, folder)
+            _from_table(name, raw, settings, folder, file)
             for name, raw in cast(dict[str, object], tables).items()
         ]
     except VaultConfigError as exc:
@@ -285,6 +325,8 @@ def _check_distinct(vaults: Sequence[NamedVault]) -> None:
                 "--vault NAME=PATH, or its own [vaults.NAME] table."
             )
         names[vault.name.casefold()] = vault.name
+        if vault.problem is not None:
+            continue  # never served, so it shares nothing with another vault
         identity, _ = vault_identity(vault.settings)
         if identity in sources:
             where = identity.split(":", 1)[1]
@@ -308,6 +350,9 @@ def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> Vaul
             vault = NamedVault(check_name(name) if sep else _one_vault(single).name, single)
         else:
             vault = _one_vault(single)
+        problem = rest_problem(single, "OBSIDIAN_API_KEY")
+        if problem is not None:
+            vault = NamedVault(vault.name, single, problem)
         return VaultSet((vault,), vault.name, settings)
     found: list[tuple[NamedVault, bool]] = []
     if settings.config is not None:

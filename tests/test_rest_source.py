@@ -149,7 +149,7 @@ async def test_a_request_cancelled_during_the_handshake_closes_its_socket(tmp_pa
     )
     async with listener, anyio.create_task_group() as group:
         group.start_soon(listener.serve, silent)
-        async with build_http_client(settings, verify=False) as http:
+        async with build_http_client(settings, unverified=True) as http:
             with anyio.move_on_after(0.5):
                 await http.get("/")
             with anyio.fail_after(5):

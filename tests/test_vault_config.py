@@ -74,18 +74,6 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
     ("text", "problem"),
     [
         (
-            '[vaults.a]\npth = "x"\n',
-            "[vaults.a] there is no setting 'pth' for a vault (did you mean 'path'?); it takes "
-            "path, url, api_key, cert, cert_sha256, default",
-        ),
-        ("[vaults.a]\ndefault = true\n", "[vaults.a] names no source: give it path"),
-        ('[vaults.a]\nurl = "https://h:1"\n', "[vaults.a] has a url but no api_key"),
-        ('[vaults.a]\napi_key = "k"\nurl = "ftp://h"\n', "url: 'ftp://h' is not an http(s) URL"),
-        (
-            '[vaults.a]\npath = "x"\ncert_sha256 = "12:34"\n',
-            "cert_sha256: a SHA-256 fingerprint is 64 hexadecimal digits",
-        ),
-        (
             '[vaults.a]\npath = "x"\ndefault = true\n[vaults.b]\npath = "y"\ndefault = true\n',
             "a and b both say default = true",
         ),
@@ -101,16 +89,43 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
         ("[vaults]\n", "names no vault; add a [vaults.NAME] table"),
         ("[vaults.a\n", "is not valid TOML"),
         ('[vaults.a]\npath = "x"\ndefault = yes\n', "Invalid value (at line 3, column 11)"),
-        ('[vaults.a]\npath = "x"\napi-key = "k"\n', "'api-key' for a vault (did you mean 'api_"),
         ('[vault.a]\npath = "x"\n', "has 'vault' (did you mean 'vaults'?) beside"),
         ("vaults = 3\n", "names no vault"),
-        ('[vaults]\na = "x"\n', "vaults.a must be a table"),
     ],
 )
 def test_a_mistake_in_the_file_says_what_to_change(tmp_path: Path, text: str, problem: str) -> None:
     with pytest.raises(VaultConfigError) as refused:
         configured_vaults(_file(tmp_path, text))
     assert problem in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (
+            'pth = "x"\n',
+            "[vaults.a] there is no setting 'pth' for a vault (did you mean 'path'?); it takes "
+            "path, url, api_key, cert, cert_sha256, default",
+        ),
+        ("default = true\n", "[vaults.a] names no source: give it path"),
+        ('url = "https://h:1"\n', "[vaults.a] has a url but no api_key"),
+        ('url = "https://h:1"\napi_key = " \t "\n', "[vaults.a] has a url but no api_key"),
+        ('api_key = "k"\nurl = "ftp://h"\n', "url: 'ftp://h' is not an http(s) URL"),
+        ('path = "x"\ncert_sha256 = "12:34"\n', "cert_sha256: a SHA-256 fingerprint is 64 hex"),
+        ('path = "x"\napi-key = "k"\n', "'api-key' for a vault (did you mean 'api_"),
+        ('api_key = "ab\\ncd"\nurl = "https://h:1"\n', "api_key in [vaults.a] of "),
+    ],
+)
+def test_a_mistake_in_one_vaults_table_leaves_the_others_served(
+    tmp_path: Path, table: str, problem: str
+) -> None:
+    settings = _file(tmp_path, f'[vaults.a]\n{table}[vaults.b]\npath = "y"\n')
+    vaults = configured_vaults(settings)
+    broken, healthy = vaults.vaults
+    assert broken.problem is not None and problem in broken.problem
+    assert healthy.problem is None and healthy.settings.vault_path == tmp_path / "y"
+    # Whatever it got wrong, the broken vault is given no source to send a request to.
+    assert broken.settings.api_key is None or broken.problem.startswith("api_key in")
 
 
 def test_a_missing_file_and_a_bad_name_on_the_command_line(tmp_path: Path) -> None:
@@ -129,11 +144,15 @@ def test_a_missing_file_and_a_bad_name_on_the_command_line(tmp_path: Path) -> No
 
 @pytest.mark.anyio
 async def test_the_server_answers_every_call_with_the_files_problem(tmp_path: Path) -> None:
-    settings = _file(tmp_path, '[vaults.a]\npath = "x"\nsecret = 1\n')
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "Note.md").write_text("# Note\n", "utf-8")
+    settings = _file(tmp_path, '[vaults.a]\npath = "x"\nsecret = 1\n[vaults.b]\npath = "y"\n')
     async with Client(build_server(settings)) as client:
-        result = await client.call_tool("vault_tree", {})
+        result = await client.call_tool("vault_tree", {"vault": "a"})
+        other = await client.call_tool("vault_tree", {"vault": "b"})
     assert result.is_error
     assert "vaults.toml: [vaults.a] there is no setting 'secret'" in text_of(result)
+    assert not other.is_error and "Note" in text_of(other)
 
 
 def test_the_file_switches_the_usage_log_on_for_the_whole_server(

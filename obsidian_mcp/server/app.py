@@ -124,6 +124,9 @@ async def _serve_vault(
 ) -> ServedVault:
     """Open one vault: its REST client (kept open by `clients`), its sources and services."""
     settings = named.settings
+    if named.problem is not None:
+        logger.error("vault %s is not served: %s", named.name, named.problem)
+        return ServedVault(named.name, settings, None, named.problem, named.problem)
     try:
         http = await clients.enter_async_context(build_http_client(settings, transport=transport))
     except VaultError as exc:

@@ -27,7 +27,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from obsidian_mcp.config import Settings
+from obsidian_mcp.config import Settings, api_key_problem
 from obsidian_mcp.errors import (
     AuthRejected,
     CertificatePinMismatch,
@@ -39,6 +39,7 @@ from obsidian_mcp.errors import (
     ObsidianConnectionLost,
     ObsidianTimeout,
     ObsidianUnreachable,
+    RestSettingsRefused,
     UpstreamError,
     VaultError,
 )
@@ -47,7 +48,12 @@ from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, 
 from obsidian_mcp.sources.folder import decode_text, looks_binary
 from obsidian_mcp.sources.handshake import handshake_safe_transport
 from obsidian_mcp.sources.swap import NoteChanged, decode_exact
-from obsidian_mcp.sources.tls import pin_mismatch_in, pinned_context, stored_pin
+from obsidian_mcp.sources.tls import (
+    configured_pin,
+    pin_mismatch_in,
+    pinned_context,
+    unverified_tls_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -202,29 +208,24 @@ def _is_folder_listing(response: httpx.Response) -> bool:
     return isinstance(body, dict) and set(cast(dict[str, object], body)) == {"files"}
 
 
-def pin_in_use(settings: Settings) -> str | None:
-    """The SHA-256 fingerprint the REST API's certificate must have, if it is pinned: by
-    `cert_sha256`, else (unless a certificate file is named) by `trust --url`."""
-    if not settings.uses_https or not settings.verify_tls:
-        return None
-    if settings.cert_sha256 is not None or settings.cert is not None:
-        return settings.cert_sha256
-    return stored_pin(settings.config_dir, settings.base_url)
-
-
 def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
     """What the REST client verifies against: the certificate pinned for the address (by
     `cert_sha256`, else by `trust --url`), else the plugin's own stored certificate, else
-    the system's authorities."""
+    the system's authorities; nothing only for a REST API on this machine with nothing
+    pinned (`unverified_tls_refusal` refuses every other case)."""
     if not settings.uses_https:
         return True
+    refusal = unverified_tls_refusal(settings)
+    if refusal is not None:
+        raise RestSettingsRefused(refusal)
     if not settings.verify_tls:
         logger.warning(
-            "TLS verification of the Local REST API is OFF (OBSIDIAN_VERIFY_TLS=false); "
-            "only this server's REST client is affected."
+            "TLS verification of the Local REST API at %s is OFF (OBSIDIAN_VERIFY_TLS=false; "
+            "accepted on this machine only); only this server's REST client is affected.",
+            settings.base_url,
         )
         return False
-    pin = pin_in_use(settings)
+    pin = configured_pin(settings)
     if pin is not None:
         return pinned_context(pin)
     cert = settings.trusted_cert()
@@ -241,14 +242,19 @@ def build_http_client(
     settings: Settings,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
-    verify: ssl.SSLContext | bool | None = None,
+    unverified: bool = False,
 ) -> httpx.AsyncClient:
-    """The REST client; `verify` replaces what the settings ask for (`trust` fetches the
-    certificate unverified, which is what it is for, without the settings saying so)."""
+    """The REST client. `unverified`: a client that checks no certificate and so carries
+    no key, for what needs none (`trust` downloads the certificate it is about to show).
+    Settings that would send the key where it does not belong raise RestSettingsRefused
+    before any request."""
     headers: dict[str, str] = {}
-    if settings.api_key is not None:
+    if settings.api_key is not None and not unverified:
+        problem = api_key_problem(settings.api_key)
+        if problem is not None:
+            raise RestSettingsRefused(f"The Local REST API key {problem}.")
         headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
-    verification = tls_verification(settings) if verify is None else verify
+    verification = False if unverified else tls_verification(settings)
     return httpx.AsyncClient(
         base_url=settings.base_url,
         headers=headers,

@@ -16,7 +16,7 @@ import ssl
 from pathlib import Path
 from typing import ClassVar, cast
 
-from obsidian_mcp.config import normalized_fingerprint
+from obsidian_mcp.config import Settings, is_loopback, normalized_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,45 @@ def store_pin(config_dir: Path, url: str, pin: str) -> Path:
     temporary.write_text(json.dumps(pins, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     temporary.replace(file)
     return file
+
+
+def configured_pin(settings: Settings) -> str | None:
+    """The SHA-256 fingerprint the REST API's certificate must have, if it is pinned: by
+    `cert_sha256`, else (unless a certificate file is named) by `trust --url`. Whatever
+    OBSIDIAN_VERIFY_TLS says: no setting switches a pin off."""
+    if not settings.uses_https:
+        return None
+    if settings.cert_sha256 is not None or settings.cert is not None:
+        return settings.cert_sha256
+    return stored_pin(settings.config_dir, settings.base_url)
+
+
+def unverified_tls_refusal(settings: Settings) -> str | None:
+    """Why OBSIDIAN_VERIFY_TLS=false cannot be honoured for this REST API, if it cannot:
+    it would switch off a pin or a named certificate, or send the key unverified to
+    another machine. None when verification is on, when there is no key to send, or when
+    it is off for this machine's loopback with nothing pinned (the one case it is for: a
+    plugin certificate not yet trusted)."""
+    if settings.api_key is None or not settings.uses_https or settings.verify_tls:
+        return None  # no key to protect, or verified
+    url = settings.base_url
+    pin = configured_pin(settings)
+    if pin is not None or settings.cert is not None:
+        pinned = f"pinned to SHA-256 {pin}" if pin is not None else f"OBSIDIAN_CERT={settings.cert}"
+        return (
+            f"OBSIDIAN_VERIFY_TLS=false would switch off the certificate check of {url} "
+            f"({pinned}); a pin is never switched off, so nothing is sent. Remove "
+            "OBSIDIAN_VERIFY_TLS: the pin keeps the connection verified. If the plugin made a "
+            f"new certificate, pin it again with `obsidian-mcp trust --url {url}`."
+        )
+    if not is_loopback(settings.rest_host):
+        return (
+            f"OBSIDIAN_VERIFY_TLS=false is accepted only for a REST API on this machine "
+            f"(127.0.0.1, ::1, localhost), not for {settings.rest_host}: the API key would go "
+            "to whoever answers there. Remove OBSIDIAN_VERIFY_TLS and pin the certificate "
+            f"instead: `obsidian-mcp trust --url {url}`."
+        )
+    return None
 
 
 def presented_certificate(host: str, port: int, timeout: float) -> str:
