@@ -589,6 +589,13 @@ def _heading_edit(rng: random.Random, note: Note) -> Edit | None:
     else:
         edit.region = (section.body_line, section.end_line)
         edit.after_line, edit.before_line = section.body_line, section.end_line
+        # Content that starts with a heading of the section's level is the section with
+        # its heading line (renamed); one above it would end the section: refused.
+        hashes = len(lines[0]) - len(lines[0].lstrip("#"))
+        if 0 < hashes <= section.level and lines[0][hashes : hashes + 1] == " ":
+            edit.region = (section.heading_line, section.end_line)
+            edit.after_line = section.heading_line
+            edit.must_refuse = hashes < section.level
     return edit
 
 
@@ -608,7 +615,19 @@ def _block_edit(rng: random.Random, note: Note) -> Edit | None:
     else:
         edit.region = (named.first, named.end)
         edit.after_line, edit.before_line = named.first, named.end
+        # A list item stays an item: content without a marker gets the item's.
+        marker = _ITEM_MARKER.match(re.sub(r"^[ \t>]*", "", _line(note, named.first)))
+        if marker and lines and not _ITEM_MARKER.match(lines[0]):
+            edit.content_lines = [marker.group() + lines[0], *lines[1:]]
+            # The item's id ends its own text: content that starts otherwise has none.
+            # (A task's box makes any line text.)
+            edit.must_refuse = "[" not in marker.group() and lines[0].startswith(
+                ("```", "$$", "%%", ">", "#", "***")
+            )
     return edit
+
+
+_ITEM_MARKER = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+\[.\])?(?:[ \t]+|$)")
 
 
 _VALUES: tuple[tuple[str, Any], ...] = (

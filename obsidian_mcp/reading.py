@@ -19,6 +19,8 @@ from obsidian_mcp.attachments import (
     attachment_kind,
     pdf_text,
 )
+from obsidian_mcp.editing.lines import split_lines
+from obsidian_mcp.editing.targets import NoteStructure, TargetUnresolved, resolve_target
 from obsidian_mcp.errors import InvalidArgument, NoteNotFound, NotText
 from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
 from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
@@ -27,14 +29,13 @@ from obsidian_mcp.sources.base import FileBytes, NoteData
 from obsidian_mcp.text.markdown import (
     ParsedNote,
     Section,
-    find_section,
     gist,
     heading_reference,
-    parse_note,
     resolve_link,
 )
 from obsidian_mcp.text.snippets import truncate_at_word
 from obsidian_mcp.text.tokens import estimate_tokens
+from obsidian_mcp.text.versions import window_version
 from obsidian_mcp.text.wording import plural
 from obsidian_mcp.vault import Vault
 
@@ -62,17 +63,19 @@ class NoteWindow:
     total_chars: int
     text: str
     next_offset: int | None
-    version: str  # the whole note's, for vault_edit_note(version=...); '' for a PDF
+    # For vault_edit_note(version=...): the whole note's; a cut read of a section or a
+    # block names its window too (`versions.window_version`); '' for a PDF.
+    version: str
     # Where the text came from when it is not a note's ("text of a 3-page PDF ...").
     extracted: str = ""
 
 
 @lru_cache(maxsize=128)
-def parse_cached(path: str, content: str) -> ParsedNote:
+def structure_cached(path: str, content: str) -> NoteStructure:
     """Parse once per note text: an agent reads a long note window by window, and every
-    window needs the note's title, tags and headings. Keyed by the text itself, so an
-    edited note is parsed afresh."""
-    return parse_note(path, content)
+    window needs the note's title, tags and the target it names. Keyed by the text
+    itself, so an edited note is parsed afresh."""
+    return NoteStructure.of(path, split_lines(content))
 
 
 def _iso_from_ms(mtime_ms: int) -> str:
@@ -92,25 +95,6 @@ def window_end(text: str, offset: int, max_chars: int) -> int:
         return line_break + 1
     space = text.rfind(" ", max(offset, earliest), hard_end)
     return space + 1 if space > offset else hard_end
-
-
-def block_span(parsed: ParsedNote, reference: str) -> tuple[int, int]:
-    """Where the block a `^id` names starts, and where the markdown block holding it ends
-    (the parse's own blocks: a paragraph, a list, a table, a quote)."""
-    wanted = reference.removeprefix("^")
-    ids = parsed.block_ids
-    found = next((key for key in (wanted, wanted.lower()) if key in ids), None)
-    if found is None:
-        found = next((key for key in ids if key.lower() == wanted.lower()), None)
-    if found is None:
-        known = ", ".join("^" + key for key in list(ids)[:20]) or "the note has none"
-        raise InvalidArgument(
-            f"No block {excerpt(reference, PATH_EXCERPT_CHARS)} in {parsed.path!r}. Its block "
-            f"ids: {known}. Give a heading instead, or call vault_peek_file for the outline."
-        )
-    start = ids[found]
-    holding = [p for p in parsed.paragraphs if p.start <= start < p.end]
-    return start, holding[-1].end if holding else len(parsed.content)
 
 
 def _window(text: str, offset: int, max_chars: int) -> tuple[int, int | None]:
@@ -205,27 +189,22 @@ async def read_note_window(
     vault: Vault, path: str, *, heading: str | None, offset: int, max_chars: int
 ) -> NoteWindow:
     if attachment_kind(path) is not None:
-        return await _pdf_window(
-            vault, path, heading=heading, offset=offset, max_chars=max_chars
-        )
+        return await _pdf_window(vault, path, heading=heading, offset=offset, max_chars=max_chars)
     note = await read_named(vault, path)
-    parsed = parse_cached(note.path, note.content)
-    start, stop, label = 0, len(note.content), None
-    if heading and heading.strip().startswith("^"):
-        start, stop = block_span(parsed, heading.strip())
-        label = heading.strip()
-    elif heading:
-        section = find_section(parsed, heading)
-        if section is None:
-            headings = [_section_label(s) for s in parsed.sections if s.heading]
-            listing = "; ".join(headings[:20]) if headings else "the note has no headings"
-            raise InvalidArgument(
-                f"No heading {excerpt(heading, PATH_EXCERPT_CHARS)} in {note.path!r}. Its "
-                f"headings: {listing}. Call vault_peek_file for the outline."
-            )
-        start, stop, label = section.start, section.subtree_end, _section_label(section)
-    selected = note.content[start:stop]
+    structure = structure_cached(note.path, note.content)
+    parsed = structure.note
+    selected, label = note.content, None
+    if heading and heading.strip():
+        # The edit's own resolver: what this returns is what replace changes.
+        try:
+            target = resolve_target(structure, heading)
+        except TargetUnresolved as exc:
+            raise InvalidArgument(f"In {note.path!r}: {exc}") from None
+        selected, label = structure.text_of(target), target.reference
     end, next_offset = _window(selected, offset, max_chars)
+    version = vault.handed_out(note.content)
+    if label is not None and (offset > 0 or next_offset is not None):
+        version = window_version(version, offset, end)
     return NoteWindow(
         path=note.path,
         title=parsed.title,
@@ -238,7 +217,7 @@ async def read_note_window(
         total_chars=len(selected),
         text=selected[offset:end],
         next_offset=next_offset,
-        version=vault.handed_out(note.content),
+        version=version,
     )
 
 
@@ -306,7 +285,7 @@ async def peek_note(vault: Vault, path: str) -> NoteOutline:
     if attachment_kind(path) is not None:
         return await _peek_pdf(vault, path)
     note = await read_named(vault, path)
-    parsed = parse_cached(note.path, note.content)
+    parsed = structure_cached(note.path, note.content).note
     all_paths = list(await vault.note_stats())
     note_links = [link for link in parsed.links if link.target]
     unresolved = sum(

@@ -24,16 +24,19 @@ from obsidian_mcp.editing.lines import (
     split_lines,
 )
 from obsidian_mcp.editing.targets import (
+    CALLOUT_HEADER_RE,
     BlockTarget,
     EditRefused,
     HeadingTarget,
     NoteStructure,
     Splice,
+    TargetUnresolved,
     changed_around,
     heading_matches,
     leaves,
     resolve_block,
     resolve_heading,
+    target_view,
 )
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.text.markdown import (
@@ -53,6 +56,12 @@ _DEEPEST_HEADING = 6
 # included), and a lone surrogate cannot be written as UTF-8 at all.
 _NOT_TEXT_RE = re.compile(r"[\x00\ud800-\udfff]")
 _TABLE_ROW_RE = re.compile(r"[ \t]*\|")
+# A list item's marker as it starts the item's line: bullet or number, a task's box.
+_ITEM_MARKER_RE = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+\[.\])?(?:[ \t]+|$)")
+# A block id ending a line, as content may carry one.
+_LINE_ID_RE = re.compile(r"(?:^|[ \t>]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$")
+# An ATX heading's opening hashes.
+_ATX_RE = re.compile(r"[ ]{0,3}(#{1,6})(?:[ \t]|$)")
 _UNCLOSED = {"code": "a code block (```)", "math": "a $$ math block", "comment": "a %% comment"}
 
 
@@ -75,6 +84,7 @@ def apply_edit(path: str, text: str, request: EditRequest) -> Applied:
     """The note's new text after `request`, or EditRefused saying why nothing changes. A
     byte order mark stays first and is never part of what the edit sees."""
     _refuse_what_is_not_text(request)
+    _refuse_a_cut_read(request)
     operation = request.operation
     if operation == "create":
         raise EditRefused(
@@ -94,9 +104,17 @@ def _apply(path: str, text: str, request: EditRequest) -> Applied:
     target = _required_target(request)
     if operation in ("set", "delete"):
         return Applied(*frontmatter.edit(text, operation, target, request.content))
-    if target.lstrip().startswith("^"):
-        return _edit_block(path, text, request, target)
-    return _edit_section(path, text, request, target)
+    try:
+        if target.lstrip().startswith("^"):
+            return _edit_block(path, text, request, target)
+        return _edit_section(path, text, request, target)
+    except TargetUnresolved as exc:
+        create = (
+            " Or pass create_target=true to add the heading."
+            if "has no heading" in str(exc) and operation in _SECTION_OPERATIONS
+            else ""
+        )
+        raise EditRefused(f"{exc}{create} Nothing was written.") from None
 
 
 def created_text(request: EditRequest) -> str:
@@ -106,6 +124,23 @@ def created_text(request: EditRequest) -> str:
     if not content.strip():
         raise EditRefused("create needs content: the note's text. Nothing was written.")
     return content.rstrip("\r\n") + "\n"
+
+
+# The line vault_read_note ends a cut read with: content holding it is a read sent back.
+_CUT_MARKER_RE = re.compile(
+    r"^\[cut at char [0-9,]+ of [0-9,]+; continue with vault_read_note\(", re.MULTILINE
+)
+
+
+def _refuse_a_cut_read(request: EditRequest) -> None:
+    if request.content is not None and _CUT_MARKER_RE.search(request.content):
+        raise EditRefused(
+            "The content holds the line a cut read ends with ('[cut at char ...'): it is a "
+            "part of the target, not all of it, and written as the whole it would delete "
+            "the rest. Nothing was written. Send the changed part without that line, with "
+            "the version that read handed out (it names the window, so replace changes "
+            "those characters only)."
+        )
 
 
 def _refuse_what_is_not_text(request: EditRequest) -> None:
@@ -273,8 +308,9 @@ def _edit_section(path: str, text: str, request: EditRequest, reference: str) ->
         target = resolve_heading(structure, reference)
     blocks = structure.body_blocks(target)
     if request.operation == "replace":
-        end = blocks[-1].end_line if blocks else target.body_line
-        lines = _place(structure, (target.body_line, end), texts, lead=False, trail=False)
+        span = _section_span(structure, target, content)
+        _refuse_taken_ids(structure, span, texts)
+        lines = _place(structure, span, texts, lead=False, trail=False)
     elif request.operation == "prepend" and blocks:
         first = blocks[0].first_line
         trail = not (content.ends_as("list") and blocks[0].kind == "list")
@@ -288,7 +324,62 @@ def _edit_section(path: str, text: str, request: EditRequest, reference: str) ->
         # separated it from the next one stay after the content.
         at = target.body_line
         lines = _place(structure, (at, at), texts, lead=False, trail=False)
+    if request.operation != "replace":
+        _refuse_taken_ids(structure, (0, 0), texts)
     return Applied(join_lines(lines), target.label())
+
+
+def _section_span(
+    structure: NoteStructure, target: HeadingTarget, content: _Content
+) -> tuple[int, int]:
+    """The lines `replace` of a section changes. Content that starts with a heading of
+    the section's level is the section as a read returns it, heading included: it
+    replaces that whole span (a changed heading text renames the section). Any other
+    content is the body: it replaces the section's blocks, the blank lines between the
+    heading and its first block staying (they are how the note spaces its headings);
+    empty content empties the body."""
+    level = _heading_level(content)
+    if level is not None and level <= target.level:
+        if level < target.level:
+            raise EditRefused(
+                f"The content starts with a level-{level} heading, above this level-"
+                f"{target.level} section: it would end the section and take in the text "
+                "after it. Nothing was written. Start the content with the section's own "
+                "heading (as vault_read_note returns it), or leave the heading out to "
+                "replace the body."
+            )
+        return target_view(target)
+    first = target.first_block_line if content.texts else target.body_line
+    return first, target.content_end
+
+
+def _heading_level(content: _Content) -> int | None:
+    """The level of the heading the content starts with, if it starts with one."""
+    if not content.starts_as("heading"):
+        return None
+    block = content.blocks[0]
+    if block.markup != "#":
+        return 1 if block.markup == "=" else 2
+    atx = _ATX_RE.match(content.texts[block.first_line])
+    return len(atx.group(1)) if atx else None
+
+
+def _ids_in(texts: list[str]) -> set[str]:
+    return {found.group(1).lower() for text in texts if (found := _LINE_ID_RE.search(text))}
+
+
+def _refuse_taken_ids(structure: NoteStructure, span: tuple[int, int], texts: list[str]) -> None:
+    """Refuse content carrying a block id another block of the note (outside the lines
+    it replaces) already has: two blocks of one id, and links to it, name neither."""
+    start, end = span
+    others = [line.text for index, line in enumerate(structure.lines) if not start <= index < end]
+    taken = sorted(_ids_in(texts) & _ids_in(others))
+    if taken:
+        raise EditRefused(
+            f"The content carries the block id ^{taken[0]}, which another block of the note "
+            "already has; two blocks of one id would leave links to it ambiguous. Nothing "
+            "was written. Give the content another id, or none."
+        )
 
 
 def _create_heading(
@@ -351,8 +442,12 @@ def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> A
     target = resolve_block(structure, reference)
     content = _Content.of(_at_level(texts, target.prefix), target.prefix)
     if request.operation == "replace":
+        content = _Content.of(_in_place(structure, target, content.texts), target.prefix)
+        _refuse_an_item_without_text(target, content)
+        _refuse_taken_ids(structure, (target.first_line, target.end_line), content.texts)
         lines = _replace_block(structure, target, content)
     else:
+        _refuse_taken_ids(structure, (0, 0), content.texts)
         # Next to a list item, list content continues the list; anything else is set apart.
         item = target.kind == "item"
         at = target.end_line if request.operation == "append" else target.first_line
@@ -375,11 +470,67 @@ def _at_level(texts: list[str], prefix: str) -> list[str]:
     return [prefix + text if text.strip() else prefix.rstrip() for text in texts]
 
 
+def _in_place(structure: NoteStructure, target: BlockTarget, texts: list[str]) -> list[str]:
+    """Content for a block as it must stand there: a list item's text without a marker
+    gets the item's (an item stays an item, in its list); a quote's text without `>`
+    gets the quote's frame, its callout header line kept."""
+    own = structure.lines[target.first_line].text
+    if target.kind == "item":
+        marker = _ITEM_MARKER_RE.match(own, len(target.prefix))
+        if marker is None or (texts and _ITEM_MARKER_RE.match(texts[0], len(target.prefix))):
+            return texts
+        if not texts:  # the item stays, empty but for its id
+            return [target.prefix + marker.group() + "^" + target.block_id]
+        indent = target.prefix + " " * len(marker.group())
+        first = target.prefix + marker.group() + texts[0].removeprefix(target.prefix)
+        rest = [
+            indent + t.removeprefix(target.prefix) if t.strip(" \t>") else t for t in texts[1:]
+        ]
+        return [first, *rest]
+    if (
+        target.kind == "quote"
+        and texts
+        and not texts[0][len(target.prefix) :].lstrip().startswith(">")
+    ):
+        frame_match = re.match(r"[ \t]*>[ \t]?", own[len(target.prefix) :])
+        frame = target.prefix + (frame_match.group() if frame_match else "> ")
+        framed = [
+            frame + t.removeprefix(target.prefix) if t.strip() else frame.rstrip() for t in texts
+        ]
+        header = own if CALLOUT_HEADER_RE.match(own[len(frame) :]) else None
+        return [header, *framed] if header is not None else framed
+    return texts
+
+
+def _refuse_an_item_without_text(target: BlockTarget, content: _Content) -> None:
+    """A list item's id ends the item's own text, its first paragraph: content whose item
+    starts with a code block, math, a comment, a quote or a heading has no such line, and
+    its id would name that block instead of the item."""
+    if target.kind != "item" or not content.blocks or not content.starts_as("list"):
+        return
+    items = content.blocks[0].children
+    first = items[0].children[0] if items and items[0].children else None
+    if first is not None and first.kind != "paragraph":
+        raise EditRefused(
+            f"^{target.block_id} names a list item, and an item's id ends its own text; the "
+            f"content's item starts with a {first.kind} block instead, which would take the "
+            "id from the item. Nothing was written. Start the item with a line of text (the "
+            "block can follow on the next lines, indented)."
+        )
+
+
 def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Content) -> list[Line]:
-    if not target.id_alone:
-        texts = _with_id(content.texts, content, target)
+    head = [
+        line.text
+        for line in structure.lines[target.first_line : target.first_line + target.kept_head]
+    ]
+    if not target.id_alone or _carries_id_line(content.texts, target):
+        # The whole block as a read returns it; an id alone on its line is sent back too.
+        texts = content.texts if target.id_alone else _with_id(content.texts, content, target)
         span = (target.first_line, target.end_line)
-        return _place(structure, span, texts, lead=False, trail=False, prefix=target.prefix)
+        return _place(
+            structure, span, [*head, *texts], lead=False, trail=False, prefix=target.prefix
+        )
     # The id keeps its own line below the new text (and the blank lines before it).
     end = target.id_line
     blank = target.prefix.rstrip()
@@ -388,7 +539,7 @@ def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Cont
     return _place(
         structure,
         (target.first_line, end),
-        content.texts,
+        [*head, *content.texts],
         lead=False,
         trail=False,
         prefix=target.prefix,
@@ -396,12 +547,18 @@ def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Cont
     )
 
 
+def _carries_id_line(texts: list[str], target: BlockTarget) -> bool:
+    """Whether content ends with the block's id alone on its line, as a read of a block
+    whose id stands alone returns it."""
+    return bool(texts) and texts[-1].strip(" \t>").lower() == "^" + target.block_id.lower()
+
+
 def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[str]:
     """The content with the block's id: where it already carries it, as it is; else at the
     end of its first paragraph for a list item (the item's own text), of its last
     otherwise; after content that does not end in text, on a line of its own."""
     marker = "^" + target.block_id
-    carries = re.compile(rf"(?:^|[ \t]){re.escape(marker)}[ \t]*$")
+    carries = re.compile(rf"(?:^|[ \t]|(?<=\]\])){re.escape(marker)}[ \t]*$", re.IGNORECASE)
     if any(carries.search(text) for text in texts):
         return texts
     if not texts:

@@ -19,7 +19,7 @@ import difflib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from obsidian_mcp.editing.diff import changed_span, context_around, diff_lines
 from obsidian_mcp.editing.journal import EditJournal, JournalEntry
@@ -30,13 +30,19 @@ from obsidian_mcp.editing.operations import (
     apply_edit,
     created_text,
 )
-from obsidian_mcp.editing.targets import EditRefused, NoteStructure, heading_matches
+from obsidian_mcp.editing.targets import (
+    EditRefused,
+    NoteStructure,
+    TargetUnresolved,
+    heading_matches,
+    resolve_target,
+)
 from obsidian_mcp.errors import NoteNotFound
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown, normalize_vault_path
 from obsidian_mcp.sources.base import NoteData
 from obsidian_mcp.sources.swap import NoteChanged
-from obsidian_mcp.text.versions import is_version_token, version_of
+from obsidian_mcp.text.versions import is_version_token, split_version, version_of
 from obsidian_mcp.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -124,8 +130,13 @@ class Editor:
             return await self._create(path, request, dry_run=dry_run)
         read = await self._vault.read_for_edit(path)
         path = read.path
-        if version is not None and version.strip() != version_of(read.content):
-            raise EditRefused(self._stale_version(path, version.strip(), read.content, request))
+        window: tuple[int, int] | None = None
+        if version is not None:
+            version, window = split_version(version)
+            if version != version_of(read.content):
+                raise EditRefused(self._stale_version(path, version, read.content, request))
+        if window is not None and request.operation == "replace":
+            request = _windowed(path, read.content, request, window)
         if dry_run:
             applied = apply_edit(path, read.content, request)
             return self._receipt(
@@ -397,6 +408,31 @@ class Editor:
             old = ""
         self._journal.mark_undone(entry.id, undo_id)
         return self._receipt(path, "undo", old, applied, edit_id=undo_id)
+
+
+def _windowed(path: str, text: str, request: EditRequest, window: tuple[int, int]) -> EditRequest:
+    """`replace` with the version of a cut read: the content replaces that window of the
+    target's text (as the read returned it) and the rest of the target stays, so a part
+    read is never taken for the whole."""
+    structure = NoteStructure.of(path, split_lines(text))
+    try:
+        view = structure.text_of(resolve_target(structure, request.target or ""))
+    except TargetUnresolved as exc:
+        raise EditRefused(f"{exc} Nothing was written.") from None
+    start, end = window
+    if end > len(view):
+        raise EditRefused(
+            f"The version names characters {start:,}-{end:,} of a cut read, but the target "
+            f"{excerpt(request.target or '', 80)} is {len(view):,} characters long: it was "
+            "read with another target. Nothing was written. Pass the target you read, or "
+            "read it again."
+        )
+    content = request.content or ""
+    # A window cut at a line break ends with it; content sent back without it must not
+    # join the next line.
+    if view[start:end].endswith(("\n", "\r")) and content and not content.endswith(("\n", "\r")):
+        content += "\n"
+    return replace(request, content=view[:start] + content + view[end:])
 
 
 def _span(seconds: float) -> str:

@@ -1,5 +1,10 @@
-"""Find what an edit names in the note's own structure, or refuse with the candidates; and
-check that an edit leaves every block it did not name reading as before.
+"""Find what a read or an edit names in the note's own structure, or refuse with the
+candidates; and check that an edit leaves every block it did not name reading as before.
+
+One resolver serves both tools, and a target is a lens (docs/editing.md, "Read and edit
+agree"): `target_view` is the span a read of the target returns and the span `replace`
+of it changes, so writing back what was read changes nothing, and reading after a write
+gives what was written.
 
 Everything comes from the project's markdown parse (markdown-it's block tokens with their
 line maps, plus Obsidian's `%%` comments and `$$` math): headings in code, quotes,
@@ -9,7 +14,7 @@ indices into `lines.split_lines` of the same text.
 """
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -17,18 +22,25 @@ from obsidian_mcp.editing.lines import Line, join_lines
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.text.markdown import (
+    BYTE_ORDER_MARK,
     Block,
     ParsedNote,
     Section,
+    heading_matcher,
     heading_reference,
-    heading_reference_parts,
-    normalise_heading,
     parse_structure,
 )
 
 # How many headings a refusal lists; a long note's outline is what vault_peek_file is for.
 _LISTED_HEADINGS = 15
 _BLOCK_ID_RE = re.compile(r"\^[A-Za-z0-9-]+")
+# A heading as a refusal lists it ("Notes (line 40)") is a target too: the line number
+# picks one of several headings that share a path.
+_LINE_LABEL_RE = re.compile(r"(.*\S)\s+\(line ([0-9]+)\)\s*")
+# A callout's first line inside its quote: `[!type]`, a fold sign, an optional title.
+# Obsidian's syntax, not paragraph text, though markdown-it reads it into the paragraph
+# that follows it.
+CALLOUT_HEADER_RE = re.compile(r"\[![^\]\n]*\][+-]?")
 # Blocks that hold other blocks; the rest are leaves (a table's rows are its leaves).
 _CONTAINERS = frozenset({"list", "item", "quote", "table"})
 _KIND_NAMES = {
@@ -52,6 +64,11 @@ class EditRefused(VaultError):
     """An edit that was not made, with what to do instead."""
 
 
+class TargetUnresolved(VaultError):
+    """A heading or block id that names no target, or several; the message lists the
+    candidates and says nothing of writing (a read and an edit both raise it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class HeadingTarget:
     path: tuple[str, ...]  # the headings' own text, outermost first
@@ -59,9 +76,18 @@ class HeadingTarget:
     heading_line: int
     body_line: int  # first line after the heading line(s)
     end_line: int  # the next heading of the same or a higher level, or len(lines)
+    # The section's blocks (its subsections' included): where the first starts and the
+    # last ends; both `body_line` for a section with none. Blank lines after the last
+    # block separate the section from the next heading and are not its text.
+    first_block_line: int
+    content_end: int
 
     def label(self) -> str:
         return f"{heading_reference(self.path)} (line {self.heading_line + 1})"
+
+    @property
+    def reference(self) -> str:
+        return heading_reference(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +103,20 @@ class BlockTarget:
     # What the block's lines start with that is not the block's own: the indentation of
     # a nested list item, the "> " of the quote around it. Content written there gets it.
     prefix: str
+    # Lines at the block's start that are its container's syntax, not its text: a
+    # callout's `> [!note] Title` line, which markdown-it reads into the paragraph below
+    # it. A read starts after them and `replace` keeps them.
+    kept_head: int = 0
 
     def label(self) -> str:
         return f"^{self.block_id} (line {self.id_line + 1})"
+
+    @property
+    def reference(self) -> str:
+        return "^" + self.block_id
+
+
+Target = HeadingTarget | BlockTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +153,44 @@ class NoteStructure:
         return [self._target(s) for s in self.note.sections if s.heading is not None]
 
     def _target(self, section: Section) -> HeadingTarget:
+        body_line = self.line_of(section.body_start)
+        end_line = self.line_of(section.subtree_end)
+        blocks = self._blocks_between(body_line, end_line)
         return HeadingTarget(
             path=section.path,
             level=section.level,
             heading_line=self.line_of(section.start),
-            body_line=self.line_of(section.body_start),
-            end_line=self.line_of(section.subtree_end),
+            body_line=body_line,
+            end_line=end_line,
+            first_block_line=blocks[0].first_line if blocks else body_line,
+            content_end=blocks[-1].end_line if blocks else body_line,
         )
+
+    def _blocks_between(self, first: int, end: int) -> Sequence[Block]:
+        starts = [block.first_line for block in self.blocks]
+        return self.blocks[bisect_left(starts, first) : bisect_left(starts, end)]
 
     def body_blocks(self, target: HeadingTarget) -> list[Block]:
         """The top-level blocks of a section's body, subsections' headings and text too."""
-        return [b for b in self.blocks if target.body_line <= b.first_line < target.end_line]
+        return list(self._blocks_between(target.body_line, target.end_line))
+
+    def view(self, target: Target) -> tuple[int, int]:
+        """`target_view`'s span as character offsets into the note's text: where a read of
+        the target starts and ends (its last line's break not included)."""
+        first, end = target_view(target)
+        if end <= first:
+            start = self.line_starts[first] if first < len(self.lines) else len(self.note.content)
+            return start, start
+        last = self.lines[end - 1]
+        start = self.line_starts[first]
+        if first == 0 and self.note.content.startswith(BYTE_ORDER_MARK):
+            start += len(BYTE_ORDER_MARK)  # not text: never read, never written
+        return start, self.line_starts[end - 1] + len(last.text)
+
+    def text_of(self, target: Target) -> str:
+        """What a read of the target returns, whole."""
+        start, end = self.view(target)
+        return self.note.content[start:end]
 
 
 def _outline(headings: list[HeadingTarget]) -> str:
@@ -137,27 +201,30 @@ def _outline(headings: list[HeadingTarget]) -> str:
     return f"Its headings: {listed}" + (f"; and {more} more." if more > 0 else ".")
 
 
+def target_view(target: Target) -> tuple[int, int]:
+    """The lines [first, end) a read of `target` returns and `replace` of it changes as a
+    whole: a heading's line(s) and its section up to the end of its last block (the blank
+    lines separating it from the next heading are not its text); a block's lines, its id
+    line and a list item's nested items included, a callout's header line not."""
+    if isinstance(target, HeadingTarget):
+        return target.heading_line, max(target.content_end, target.body_line)
+    return target.first_line + target.kept_head, target.end_line
+
+
 def heading_matches(structure: NoteStructure, reference: str) -> list[HeadingTarget]:
-    """Headings a reference names: an exact full path wins; else every heading whose path
-    ends with the reference's headings (a suffix); else a heading whose own text is the
-    whole reference (an unquoted "A > B")."""
-    parts = heading_reference_parts(reference)
-    if not parts:
+    """The headings a reference names in its best tier (`markdown.heading_matcher`, the
+    rule reads and edits share), several when it is ambiguous there; a heading as a
+    refusal lists it, "Notes (line 40)", names the one at that line."""
+    tier_of = heading_matcher(reference)
+    ranked = [(tier, h) for h in structure.headings() if (tier := tier_of(h.path)) is not None]
+    if ranked:
+        best = min(tier for tier, _ in ranked)
+        return [heading for tier, heading in ranked if tier == best]
+    label = _LINE_LABEL_RE.fullmatch(reference)
+    if label is None:
         return []
-    headings = structure.headings()
-    normalised = [tuple(map(normalise_heading, h.path)) for h in headings]
-    exact = [h for h, path in zip(headings, normalised, strict=True) if path == parts]
-    if exact:
-        return exact
-    suffix = [
-        h
-        for h, path in zip(headings, normalised, strict=True)
-        if len(path) >= len(parts) and path[-len(parts) :] == parts
-    ]
-    if suffix:
-        return suffix
-    literal = normalise_heading(reference.strip().lstrip("#"))
-    return [h for h, path in zip(headings, normalised, strict=True) if path[-1] == literal]
+    line = int(label.group(2)) - 1
+    return [h for h in heading_matches(structure, label.group(1)) if h.heading_line == line]
 
 
 def resolve_heading(structure: NoteStructure, reference: str) -> HeadingTarget:
@@ -167,15 +234,23 @@ def resolve_heading(structure: NoteStructure, reference: str) -> HeadingTarget:
     shown = excerpt(reference, 120)
     if matches:
         listed = "; ".join(h.label() for h in matches[:_LISTED_HEADINGS])
-        raise EditRefused(
-            f"The heading {shown} matches more than one section: {listed}. Nothing was "
-            "written. Name one by its full path, e.g. target='Parent > Heading'."
+        raise TargetUnresolved(
+            f"The heading {shown} matches more than one section: {listed}. Name one by its "
+            "full path ('Parent > Heading'), or exactly as listed here, line number "
+            "included, where they share a path."
         )
-    raise EditRefused(
-        f"The note has no heading {shown}; nothing was written. "
-        f"{_outline(structure.headings())} Pass one of these as target (without the line "
-        "number), or create_target=true to add the heading."
+    raise TargetUnresolved(
+        f"The note has no heading {shown}. {_outline(structure.headings())} Pass one of "
+        "these (without the line number)."
     )
+
+
+def resolve_target(structure: NoteStructure, reference: str) -> Target:
+    """The heading or block a reference names (`^id` for a block); TargetUnresolved,
+    with the candidates, when it names none or several."""
+    if reference.lstrip().startswith("^"):
+        return resolve_block(structure, reference)
+    return resolve_heading(structure, reference)
 
 
 # -- block ids --------------------------------------------------------------------------
@@ -201,11 +276,13 @@ def _places(blocks: Sequence[Block], parents: tuple[Block, ...] = ()) -> Iterato
 def resolve_block(structure: NoteStructure, reference: str) -> BlockTarget:
     block_id = reference.strip().removeprefix("^")
     if not _BLOCK_ID_RE.fullmatch("^" + block_id):
-        raise EditRefused(
+        raise TargetUnresolved(
             f"{excerpt(reference, 60)} is not a block id: use '^' and letters, digits or "
             "'-', e.g. target='^abc123'."
         )
-    ends_with_id = re.compile(rf"(?:^|[ \t>])\^{re.escape(block_id)}[ \t]*$")
+    # After a space, a quote marker, or glued to an embed or a link (`![[img.png]]^id`,
+    # which Obsidian reads as the embed's id).
+    ends_with_id = re.compile(rf"(?:^|[ \t>]|(?<=\]\]))\^{re.escape(block_id)}[ \t]*$", re.I)
     lines = structure.lines
     found = [
         place
@@ -220,11 +297,13 @@ def resolve_block(structure: NoteStructure, reference: str) -> BlockTarget:
             if found
             else "no block of the note ends with it"
         )
-        raise EditRefused(
-            f"There is no block ^{block_id} to edit: {where}; nothing was written. "
-            "Call vault_read_note to see the note's block ids, or target a heading."
+        known = ", ".join("^" + key for key in list(structure.note.block_ids)[:20])
+        raise TargetUnresolved(
+            f"There is no single block ^{block_id}: {where}. Its block ids: "
+            f"{known or 'the note has none'}. Name one of these, or a heading."
         )
-    return _named_block(structure, found[0], block_id)
+    spelled = re.search(r"\^([A-Za-z0-9-]+)[ \t]*$", lines[found[0].block.end_line - 1].text)
+    return _named_block(structure, found[0], spelled.group(1) if spelled else block_id)
 
 
 def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> BlockTarget:
@@ -234,7 +313,7 @@ def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> Bloc
     quote's (a callout's) last line, the quote; else the paragraph or table it ends."""
     carrier = place.block
     id_line = carrier.end_line - 1
-    id_alone = structure.lines[id_line].text.strip(" \t>") == "^" + block_id
+    id_alone = structure.lines[id_line].text.strip(" \t>").lower() == "^" + block_id.lower()
     named, parents = carrier, place.parents
     above = place.siblings[place.index - 1] if place.index > 0 else None
     if id_alone and carrier.first_line == id_line and above and above.kind != "heading":
@@ -247,6 +326,17 @@ def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> Bloc
         while parents and parents[-1].kind == "quote" and parents[-1].end_line == named.end_line:
             named, parents = parents[-1], parents[:-1]
     quotes = sum(1 for parent in parents if parent.kind == "quote")
+    prefix = _prefix(structure.lines[named.first_line].text, quotes) if parents else ""
+    head = structure.lines[named.first_line].text.removeprefix(prefix)
+    # A paragraph that starts on its callout's header line: the header is the callout's.
+    kept_head = int(
+        named.kind == "paragraph"
+        and bool(parents)
+        and parents[-1].kind == "quote"
+        and parents[-1].first_line == named.first_line
+        and named.end_line - named.first_line > 1
+        and CALLOUT_HEADER_RE.match(head) is not None
+    )
     return BlockTarget(
         block_id=block_id,
         kind=named.kind,
@@ -254,7 +344,8 @@ def _named_block(structure: NoteStructure, place: _Place, block_id: str) -> Bloc
         end_line=max(named.end_line, carrier.end_line),
         id_line=id_line,
         id_alone=id_alone,
-        prefix=_prefix(structure.lines[named.first_line].text, quotes) if parents else "",
+        prefix=prefix,
+        kept_head=kept_head,
     )
 
 

@@ -11,6 +11,7 @@ first heading are read after it (offsets still count it).
 
 import posixpath
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -231,6 +232,8 @@ _NEEDS_QUOTES_RE = re.compile(r'^[\s"#]|\s$|(?:^|\s)>(?:\s|$)')
 # else matches: "A::B", "A>B", and "#" glued to a name ("A#B", as in links; "Plans #draft"
 # keeps its tag).
 _LOOSE_SEPARATOR_RE = re.compile(r"\s*(?:>|::)\s*|(?<=\S)#")
+# A backslash escape of ASCII punctuation, which markdown shows without the backslash.
+_ESCAPED_PUNCTUATION_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 # libyaml's parser when PyYAML was built with it (the wheels are): reading the frontmatter
@@ -718,9 +721,17 @@ def _title(path: str, frontmatter: dict[str, object], sections: Sequence[Section
     return name[:-3] if name.lower().endswith(".md") else name
 
 
+# Characters two spellings of one heading differ by without a reader seeing it: the emoji
+# presentation selector (U+FE0F, "⚠️" beside "⚠"), direction marks and zero-width joiners.
+_INVISIBLE_RE = re.compile("[\ufe0e\ufe0f\u200b-\u200f\u2060\ufeff]")
+
+
 def normalise_heading(text: str) -> str:
-    """A heading as references are compared: plain text, single spaces, case folded."""
-    return " ".join(plain_text(text).split()).casefold()
+    """A heading as references are compared: plain text in one Unicode form (NFC, as
+    macOS's NFD names are not), invisible marks and backslash escapes ("1\\. Intro")
+    dropped, single spaces, case folded."""
+    plain = unicodedata.normalize("NFC", _INVISIBLE_RE.sub("", plain_text(text)))
+    return " ".join(_ESCAPED_PUNCTUATION_RE.sub(r"\1", plain).split()).casefold()
 
 
 def split_heading_reference(reference: str) -> list[str]:
@@ -773,35 +784,39 @@ def _is_subsequence(wanted: Sequence[str], within: Sequence[str]) -> bool:
     return all(part in remaining for part in wanted)
 
 
-def find_section(note: ParsedNote, heading: str) -> Section | None:
-    """The section a heading reference names, or None.
+def heading_matcher(reference: str) -> Callable[[Sequence[str]], int | None]:
+    """How well each heading path matches a heading reference, lower is better, None for
+    no match. The tiers, in order: the full path exactly (compared case-insensitively,
+    markdown and extra whitespace ignored, `normalise_heading`); the heading is the last
+    part and its ancestors include the other parts in order (``"Alice > Childhood"`` finds
+    ``Characters > Alice > Backstory > Childhood``, a suffix included); the heading is the
+    whole reference taken literally (an unquoted ``Q&A > Misc``); then the same two with
+    the looser separators older references and links use (``A::B``, ``A#B``, ``A>B``).
+    Reading and editing resolve a heading with this one rule (`editing.targets`)."""
+    bare = reference.strip().lstrip("#")
+    literal = normalise_heading(bare)
+    parts = heading_reference_parts(reference)
+    loose = _normalised_parts(_LOOSE_SEPARATOR_RE.split(bare))
 
-    `heading` is a heading path as `split_heading_reference` reads it (``"Backstory >
-    Childhood"``), compared case-insensitively with markdown and extra whitespace ignored.
-    In order of preference: a section whose full path is exactly that; one whose own
-    heading is the last part and whose ancestors include the other parts in order
-    (``"Alice > Childhood"`` finds ``Characters > Alice > Childhood``); one whose heading
-    is the whole reference taken literally (an unquoted ``Q&A > Misc``); then the same two
-    with the looser separators older references used (``A::B``, ``A#B`` as in links,
-    ``A>B``). Within a tier the first in document order wins.
-    """
-    literal = normalise_heading(heading.strip().lstrip("#"))
-    if not literal:
-        return None
-    loose = _normalised_parts(_LOOSE_SEPARATOR_RE.split(heading.strip().lstrip("#")))
+    def tier(path: Sequence[str]) -> int | None:
+        if not literal:
+            return None
+        return _match_tier(tuple(map(normalise_heading, path)), parts, literal, loose)
+
+    return tier
+
+
+def find_section(note: ParsedNote, heading: str) -> Section | None:
+    """The section a heading reference names (`heading_matcher`), the first in document
+    order within the best tier; None when none matches. For mapping a passage back to
+    its section; a tool that names a heading resolves it with `editing.targets`, which
+    refuses a reference that matches several."""
+    tier_of = heading_matcher(heading)
     headed = [section for section in note.sections if section.heading is not None]
     ranked = [
         (tier, index)
         for index, section in enumerate(headed)
-        if (
-            tier := _match_tier(
-                tuple(map(normalise_heading, section.path)),
-                heading_reference_parts(heading),
-                literal,
-                loose,
-            )
-        )
-        is not None
+        if (tier := tier_of(section.path)) is not None
     ]
     return headed[min(ranked)[1]] if ranked else None
 

@@ -21,6 +21,23 @@ def version_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_TOKEN_HEX]
 
 
+def window_version(token: str, start: int, end: int) -> str:
+    """The version a cut read of a target hands out: the note's token and the window's
+    characters within the target's text. An edit carrying it replaces that window only."""
+    return f"{token}@{start}-{end}"
+
+
+def split_version(value: str) -> tuple[str, tuple[int, int] | None]:
+    """A version as an edit brings it back: the note's token, and the window a cut read
+    named (None for a whole read). A malformed window is left on the token, which then
+    fails `is_version_token` and is refused as such."""
+    token, sep, window = value.strip().partition("@")
+    found = re.fullmatch(r"([0-9]+)-([0-9]+)", window) if sep else None
+    if found is None or int(found.group(1)) > int(found.group(2)):
+        return value.strip(), None
+    return token, (int(found.group(1)), int(found.group(2)))
+
+
 def is_version_token(value: str) -> bool:
     """Whether `value` has the form `version_of` gives (not whether any text has it)."""
     return re.fullmatch(rf"[0-9a-f]{{{_TOKEN_HEX}}}", value) is not None
