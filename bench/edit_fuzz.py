@@ -615,13 +615,19 @@ def _block_edit(rng: random.Random, note: Note) -> Edit | None:
     else:
         edit.region = (named.first, named.end)
         edit.after_line, edit.before_line = named.first, named.end
-        # A list item stays an item: content without a marker gets the item's.
-        marker = _ITEM_MARKER.match(re.sub(r"^[ \t>]*", "", _line(note, named.first)))
-        if marker and lines and not _ITEM_MARKER.match(lines[0]):
-            edit.content_lines = [marker.group() + lines[0], *lines[1:]]
+        # A list item (its id on its own text, not alone below a list) stays an item:
+        # content without a marker gets the item's. Content already at the item's place
+        # (starting with its indentation and quote markers) is read without them.
+        own = _line(note, named.first)
+        prefix = re.match(r"[ \t>]*", own).group()  # type: ignore[union-attr]
+        marker = _ITEM_MARKER.match(own, len(prefix))
+        alone = _line(note, named.end - 1).strip(" \t>") == "^" + block_id
+        first = lines[0][len(prefix) :] if prefix and lines[0].startswith(prefix) else lines[0]
+        if marker and not alone and lines and not _ITEM_MARKER.match(first):
+            edit.content_lines = [marker.group() + first, *lines[1:]]
             # The item's id ends its own text: content that starts otherwise has none.
             # (A task's box makes any line text.)
-            edit.must_refuse = "[" not in marker.group() and lines[0].startswith(
+            edit.must_refuse = "[" not in marker.group() and first.startswith(
                 ("```", "$$", "%%", ">", "#", "***")
             )
     return edit

@@ -67,7 +67,7 @@ async def _ticked_task(tmp_path: Path) -> AsyncIterator[tuple[Path, Editor, str]
 async def test_undo_goes_ahead_when_only_text_near_the_edit_changed(tmp_path: Path) -> None:
     async with _ticked_task(tmp_path) as (file, editor, edit_id):
         # The user types on the lines right above and below the edit.
-        file.write_text("## Tasks (today)\n- [x] write report ^w\n- [ ] call Ann now\n", "utf-8")
+        _write(tmp_path, "## Tasks (today)\n- [x] write report ^w\n- [ ] call Ann now\n")
         await editor.undo(edit_id)
         assert (
             file.read_text("utf-8")
@@ -78,8 +78,8 @@ async def test_undo_goes_ahead_when_only_text_near_the_edit_changed(tmp_path: Pa
 async def test_undo_is_refused_when_the_edited_text_changed(tmp_path: Path) -> None:
     async with _ticked_task(tmp_path) as (file, editor, edit_id):
         changed = "## Tasks\n- [-] write report ^w\n- [ ] call Ann\n"
-        file.write_text(changed, "utf-8")
-        with pytest.raises(EditRefused, match="has changed since"):
+        _write(tmp_path, changed)
+        with pytest.raises(EditRefused, match="not there as the edit wrote it"):
             await editor.undo(edit_id)
         assert file.read_text("utf-8") == changed
 

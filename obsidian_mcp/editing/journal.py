@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS edits (
     new_text TEXT,
     before TEXT NOT NULL,
     after TEXT NOT NULL,
-    undone_by TEXT
+    undone_by TEXT,
+    place TEXT
 );
 CREATE TABLE IF NOT EXISTS written (
     path TEXT NOT NULL,
@@ -65,6 +66,9 @@ class JournalEntry:
     before: str  # the text just before the span, to find it again if lines above moved
     after: str
     undone_by: str | None
+    # Where the edit put its text: the section holding it (`places.place_of`); None in
+    # an entry written before the journal kept it.
+    place: str | None = None
 
 
 def _open(file: Path | str) -> sqlite3.Connection:
@@ -73,6 +77,9 @@ def _open(file: Path | str) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA busy_timeout=5000")
         db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(edits)")}
+        if "place" not in columns:  # a journal from before undo knew places
+            db.execute("ALTER TABLE edits ADD COLUMN place TEXT")
     except sqlite3.Error:
         db.close()
         raise
@@ -103,9 +110,10 @@ class EditJournal:
         old_text: str | None,
         new_text: str | None,
         context: tuple[str, str],
+        place: str | None = None,
     ) -> str:
         edit_id = "e-" + secrets.token_hex(4)
-        row = (edit_id, path, time.time(), start, old_text, new_text, *context)
+        row = (edit_id, path, time.time(), start, old_text, new_text, *context, place)
         with self._lock:
             try:
                 self._insert(row)
@@ -119,8 +127,8 @@ class EditJournal:
 
     def _insert(self, row: tuple[object, ...]) -> None:
         self._db.execute(
-            "INSERT INTO edits (id, path, at, start, old_text, new_text, before, after) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO edits (id, path, at, start, old_text, new_text, before, after, place) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             row,
         )
         self._db.execute(
@@ -130,8 +138,8 @@ class EditJournal:
     def get(self, edit_id: str) -> JournalEntry | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT id, path, at, start, old_text, new_text, before, after, undone_by "
-                "FROM edits WHERE id = ?",
+                "SELECT id, path, at, start, old_text, new_text, before, after, undone_by, "
+                "place FROM edits WHERE id = ?",
                 (edit_id.strip(),),
             ).fetchone()
         return JournalEntry(*row) if row is not None else None

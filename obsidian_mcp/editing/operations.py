@@ -483,9 +483,7 @@ def _in_place(structure: NoteStructure, target: BlockTarget, texts: list[str]) -
             return [target.prefix + marker.group() + "^" + target.block_id]
         indent = target.prefix + " " * len(marker.group())
         first = target.prefix + marker.group() + texts[0].removeprefix(target.prefix)
-        rest = [
-            indent + t.removeprefix(target.prefix) if t.strip(" \t>") else t for t in texts[1:]
-        ]
+        rest = [indent + t.removeprefix(target.prefix) if t.strip(" \t>") else t for t in texts[1:]]
         return [first, *rest]
     if (
         target.kind == "quote"
@@ -506,14 +504,15 @@ def _refuse_an_item_without_text(target: BlockTarget, content: _Content) -> None
     """A list item's id ends the item's own text, its first paragraph: content whose item
     starts with a code block, math, a comment, a quote or a heading has no such line, and
     its id would name that block instead of the item."""
-    if target.kind != "item" or not content.blocks or not content.starts_as("list"):
+    if target.kind != "item" or not content.blocks:
         return
-    items = content.blocks[0].children
+    items = content.blocks[0].children if content.starts_as("list") else ()
     first = items[0].children[0] if items and items[0].children else None
-    if first is not None and first.kind != "paragraph":
+    if not items or (first is not None and first.kind != "paragraph"):
+        kind = first.kind if first is not None else content.blocks[0].kind
         raise EditRefused(
             f"^{target.block_id} names a list item, and an item's id ends its own text; the "
-            f"content's item starts with a {first.kind} block instead, which would take the "
+            f"content's item starts with a {kind} block instead, which would take the "
             "id from the item. Nothing was written. Start the item with a line of text (the "
             "block can follow on the next lines, indented)."
         )

@@ -23,13 +23,14 @@ from dataclasses import dataclass, replace
 
 from obsidian_mcp.editing.diff import changed_span, context_around, diff_lines
 from obsidian_mcp.editing.journal import EditJournal, JournalEntry
-from obsidian_mcp.editing.lines import split_lines
+from obsidian_mcp.editing.lines import newline_of, split_lines
 from obsidian_mcp.editing.operations import (
     Applied,
     EditRequest,
     apply_edit,
     created_text,
 )
+from obsidian_mcp.editing.places import WHOLE_NOTE, place_of, region_of
 from obsidian_mcp.editing.targets import (
     EditRefused,
     NoteStructure,
@@ -138,6 +139,8 @@ class Editor:
         if window is not None and request.operation == "replace":
             request = _windowed(path, read.content, request, window)
         if dry_run:
+            # What the real edit would be told, the typing guard's refusal included.
+            await self._refuse_if_user_is_typing(read, force=force)
             applied = apply_edit(path, read.content, request)
             return self._receipt(
                 path, request.operation, read.content, applied, edit_id=None, dry_run=True
@@ -180,16 +183,21 @@ class Editor:
     def _written_receipt(
         self, path: str, request: EditRequest, old: str, applied: Applied, note: str
     ) -> Receipt:
-        span = changed_span(old, applied.text)
-        edit_id = self._journal.record(
+        edit_id = self._record(path, old, applied.text)
+        self._wrote(path, applied.text)
+        return self._receipt(path, request.operation, old, applied, edit_id=edit_id, note=note)
+
+    def _record(self, path: str, old: str, new: str) -> str:
+        """Journal what changed from `old` to `new`, and where it stands (its place)."""
+        span = changed_span(old, new)
+        return self._journal.record(
             path,
             span.start,
             old[span.start : span.old_end],
-            applied.text[span.start : span.new_end],
-            context_around(applied.text, span.start, span.new_end),
+            new[span.start : span.new_end],
+            context_around(new, span.start, span.new_end),
+            place_of(path, new, span.start, span.new_end),
         )
-        self._wrote(path, applied.text)
-        return self._receipt(path, request.operation, old, applied, edit_id=edit_id, note=note)
 
     def _wrote(self, path: str, text: str | None) -> None:
         # In the journal, which this server's processes share: a change one of them made
@@ -349,13 +357,19 @@ class Editor:
             return await self._undo_whole(entry)
         read = await self._vault.read_for_edit(entry.path)
         path, current = read.path, read.content
-        start = _locate(current, entry)
-        if start is None:
-            raise EditRefused(
-                f"The text edit {entry.id} wrote in {entry.path!r} has changed since, so undo "
-                "would overwrite that change; nothing was written. Read the note and edit it "
-                "back by hand."
-            )
+        # An undo writes into the note like an edit: never over the user's typing.
+        await self._refuse_if_user_is_typing(read, force=False)
+        try:
+            start = _locate(path, current, entry)
+        except EditRefused:
+            # The note's line endings changed since (an editor that saves CRLF): the
+            # edit's text, line for line, in the note's newline.
+            converted = _in_newline(entry, newline_of(current))
+            if converted == entry:
+                raise
+            entry = converted
+            start = _locate(path, current, entry)
+        assert entry.new_text is not None and entry.old_text is not None
         restored = current[:start] + entry.old_text + current[start + len(entry.new_text) :]
         self._journal.wrote(path, restored)
         try:
@@ -364,14 +378,7 @@ class Editor:
             raise EditRefused(
                 f"{path!r} changed while the undo was made; nothing was written. Try again."
             ) from None
-        span = changed_span(current, restored)
-        undo_id = self._journal.record(
-            path,
-            span.start,
-            current[span.start : span.old_end],
-            restored[span.start : span.new_end],
-            context_around(restored, span.start, span.new_end),
-        )
+        undo_id = self._record(path, current, restored)
         self._journal.mark_undone(entry.id, undo_id)
         self._wrote(path, restored)
         return self._receipt(
@@ -452,15 +459,59 @@ def _exists(path: str) -> str:
     )
 
 
-def _locate(current: str, entry: JournalEntry) -> int | None:
-    """Where the edit's new text still stands, or None when it changed or cannot be told
-    apart from other places. Text typed near it does not matter: what undo takes back is
-    the span, found with the text right next to it on at least one side (a long span
-    found once needs neither). A removal left no text: its place is where the text on
-    both sides of it still meets. Of several places, the one that keeps more of its
-    surroundings wins, then the recorded one."""
+def _in_newline(entry: JournalEntry, newline: str) -> JournalEntry:
+    """The entry's texts with the note's newline now: a note whose line endings changed
+    since (an editor that saves CRLF) still holds the edit's text, line for line."""
+    texts = [entry.old_text or "", entry.new_text or "", entry.before, entry.after]
+    was = newline_of("".join(texts))
+    if was == newline or not any(("\r" in text or "\n" in text) for text in texts):
+        return entry
+
+    def convert(text: str | None) -> str | None:
+        if text is None:
+            return None
+        return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", newline)
+
+    return replace(
+        entry,
+        old_text=convert(entry.old_text),
+        new_text=convert(entry.new_text),
+        before=convert(entry.before) or "",
+        after=convert(entry.after) or "",
+    )
+
+
+def _locate(path: str, current: str, entry: JournalEntry) -> int:
+    """`_find` in the edit's section; where the section no longer holds it as written
+    (its heading or the frontmatter around it broken by the user's typing), anywhere
+    with the text on both sides as recorded."""
+    region = None if entry.place is None else region_of(path, current, entry.place)
+    try:
+        return _find(path, current, entry, region)
+    except EditRefused as in_section:
+        if region is None:
+            raise
+        refused = in_section
+    try:
+        return _find(path, current, entry, None)
+    except EditRefused:
+        raise refused from None  # what the section holds says more than the whole note
+
+
+def _find(path: str, current: str, entry: JournalEntry, region: tuple[int, int] | None) -> int:
+    """Where the edit's new text still stands as the edit wrote it, within `region` (its
+    section; None: the whole note); EditRefused, saying what changed, when it does not or
+    cannot be told apart from other places. The same words elsewhere (pasted into another
+    section) are never taken; text the user typed next to it, or moved within the
+    section, does not stop the undo. In its section, a text found once is it when it is
+    long enough not to be there by chance, or when the text on one side of it still reads
+    as recorded; several are told apart by their sides, then by the recorded offset. A
+    removal left no text: its place is where the text on both sides of it still meets."""
     assert entry.new_text is not None
     new = entry.new_text
+    # No section to look in: anywhere, but only with the text on both sides as recorded.
+    strict = region is None
+    low, high = region or (0, len(current))
 
     def sides(at: int) -> int:
         return _side_kept(current, entry.before, at, before=True) + _side_kept(
@@ -468,19 +519,34 @@ def _locate(current: str, entry: JournalEntry) -> int | None:
         )
 
     if new:
-        found = _occurrences(current, new)
-        unique_and_long = len(found) == 1 and len(new) >= _SIDE_CHARS
-        places = [at for at in found if unique_and_long or sides(at) > 0]
+        found = [at for at in _occurrences(current, new) if low <= at and at + len(new) <= high]
+        long_and_alone = len(found) == 1 and len(new) >= _SIDE_CHARS and not strict
+        places = [at for at in found if long_and_alone or sides(at) > int(strict)]
     else:
         join = entry.before[-_SIDE_CHARS:] + entry.after[:_SIDE_CHARS]
         found = [at + len(entry.before[-_SIDE_CHARS:]) for at in _occurrences(current, join)]
-        places = [at for at in found if sides(at) == 2]
-    if not places:
-        return None
+        places = [at for at in found if low <= at <= high and sides(at) == 2]
     ranked = [(sides(at), at == entry.start) for at in places]
-    best = max(ranked)
+    best = max(ranked, default=None)
     winners = [at for at, rank in zip(places, ranked, strict=True) if rank == best]
-    return winners[0] if len(winners) == 1 else None
+    if len(winners) == 1:
+        return winners[0]
+    where = {"": " above the first heading", WHOLE_NOTE: ""}.get(
+        entry.place or "", f" in the section {entry.place}"
+    )
+    if strict and entry.place:
+        where += " (no longer in the note)"
+    wrote = excerpt(new, 120) if new else "a removal"
+    now = excerpt(current[low:high].strip(), 240)
+    why = (
+        "it stands there more than once, and nothing tells which is the edit's"
+        if len(winners) > 1
+        else "it is not there as the edit wrote it: changed, moved out or removed since"
+    )
+    raise EditRefused(
+        f"Edit {entry.id} wrote {wrote}{where} of {path!r}, and {why}; undo takes back "
+        f"only the edit's own text, so nothing was written. The section now reads: {now}"
+    )
 
 
 def _side_kept(current: str, side: str, at: int, *, before: bool) -> bool:

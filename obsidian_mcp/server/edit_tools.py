@@ -78,7 +78,8 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         vault: VaultName = None,
     ) -> str:
         """Change a note's section, block, frontmatter key or exact text, or create a note;
-        replies with a receipt (diff, version, edit_id)."""
+        replies with a receipt (diff, version, edit_id). replace takes a target as read
+        (heading line included) or its body."""
         request = EditRequest(operation, target, content, expected_count, create_target)
         async with vault_call(ctx, vault, path) as call:
             receipt = await call.services.editor.edit(

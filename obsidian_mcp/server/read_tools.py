@@ -211,7 +211,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_HEADING_CHARS,
-                description="This section ('A > B') or block ('^id').",
+                description="This section ('A > B') or block ('^id'), as replace takes it.",
             ),
         ] = None,
         offset: Annotated[
@@ -225,7 +225,8 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         format: OutputFormat = "markdown",
         vault: VaultName = None,
     ) -> str:
-        """A note's text verbatim: whole, a section (heading) or from an offset."""
+        """A note's text verbatim: whole, a section (heading) or from an offset. A cut
+        read's version names its window, for replace."""
         async with vault_call(ctx, vault, path) as call:
             window = await reading.read_note_window(
                 call.services.vault,
