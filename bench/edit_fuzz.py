@@ -34,7 +34,10 @@ The oracle, after each edit (apply_edit, the pure engine):
   was, and the key reads back (PyYAML) as the value meant; replace_text is exactly
   ``str.replace``;
 * a refusal is a failure unless the edit had to be refused (content placed after a
-  ``%%`` or fence never closed would be hidden).
+  ``%%`` or fence never closed would be hidden);
+* before each heading or block edit, its target read (as vault_read_note returns it)
+  and sent back with ``replace`` leaves the note byte for byte (issue 34's GetPut, on
+  these notes' shapes too).
 """
 
 from __future__ import annotations
@@ -58,7 +61,13 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from obsidian_mcp.editing.operations import EditRequest, Operation, apply_edit
-from obsidian_mcp.editing.targets import EditRefused
+from obsidian_mcp.editing.lines import split_lines
+from obsidian_mcp.editing.targets import (
+    EditRefused,
+    NoteStructure,
+    TargetUnresolved,
+    resolve_target,
+)
 
 logger = logging.getLogger("bench.edit_fuzz")
 
@@ -584,18 +593,30 @@ def _heading_edit(rng: random.Random, note: Note) -> Edit | None:
     if operation == "append" or (operation == "prepend" and body_first is None):
         edit.after_line, edit.before_line = last, section.end_line
         edit.must_refuse = _after_unclosed(note, last)
+        if operation == "append" and _continues_own_block(lines):
+            # List items continue the section's own last list, table rows its last table
+            # (docs/editing.md): somewhere in the section, not necessarily at its end, so
+            # before a fence or %% never closed at its end, where it is seen.
+            edit.after_line = section.body_line
+            edit.may_refuse, edit.must_refuse = edit.must_refuse, False
     elif operation == "prepend":
         edit.after_line, edit.before_line = section.body_line, body_first
     else:
         edit.region = (section.body_line, section.end_line)
         edit.after_line, edit.before_line = section.body_line, section.end_line
+        # A section ending in a fence or %% never closed runs to the end of the note:
+        # replacing it would delete all that (docs/editing.md).
+        edit.must_refuse = (
+            note.unclosed_from is not None
+            and section.body_line <= note.unclosed_from < section.end_line
+        )
         # Content that starts with a heading of the section's level is the section with
         # its heading line (renamed); one above it would end the section: refused.
         hashes = len(lines[0]) - len(lines[0].lstrip("#"))
         if 0 < hashes <= section.level and lines[0][hashes : hashes + 1] == " ":
             edit.region = (section.heading_line, section.end_line)
             edit.after_line = section.heading_line
-            edit.must_refuse = hashes < section.level
+            edit.must_refuse = edit.must_refuse or hashes < section.level
     return edit
 
 
@@ -610,6 +631,11 @@ def _block_edit(rng: random.Random, note: Note) -> Edit | None:
     if operation == "append":
         edit.after_line = edit.before_line = named.end
         edit.must_refuse = _after_unclosed(note, named.end)
+        if _line(note, named.first).lstrip(" \t>").startswith("|") and _continues_own_block(
+            [line.lstrip(" \t>") for line in lines]
+        ):
+            # Rows appended to a table go inside it, above its id line.
+            edit.after_line = named.first
     elif operation == "prepend":
         edit.after_line = edit.before_line = named.first
     else:
@@ -631,6 +657,13 @@ def _block_edit(rng: random.Random, note: Note) -> Edit | None:
                 ("```", "$$", "%%", ">", "#", "***")
             )
     return edit
+
+
+def _continues_own_block(lines: list[str]) -> bool:
+    """Content that `append` puts after a section's own last list or table, if any."""
+    return bool(lines) and (
+        _ITEM_MARKER.match(lines[0]) is not None or all(line.startswith("|") for line in lines)
+    )
 
 
 _ITEM_MARKER = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+\[.\])?(?:[ \t]+|$)")
@@ -993,6 +1026,21 @@ def _list_over_code(note: Note, edit: Edit) -> bool:
     return at in note.indented_code
 
 
+def _round_trip(text: str, target: str) -> str | None:
+    """What went wrong sending the target's text back as a read returns it (issue 34's
+    GetPut), on the fuzz's note: None when the note stays byte for byte."""
+    structure = NoteStructure.of("fuzz.md", split_lines(text.removeprefix("\ufeff")))
+    try:
+        read = structure.text_of(resolve_target(structure, target))
+    except TargetUnresolved as unresolved:
+        return f"round trip: the read refused {target!r}: {unresolved}"
+    try:
+        back = apply_edit("fuzz.md", text, EditRequest("replace", target, read)).text
+    except EditRefused as refused:
+        return f"round trip: the read's text sent back was refused: {refused}"
+    return None if back == text else "round trip: the read's text sent back changed the note"
+
+
 def one_case(seed: int) -> tuple[str, Edit, str | None, list[str]]:
     """The note, the edit, the edited text (None when refused) and what went wrong."""
     rng = random.Random(seed)
@@ -1002,7 +1050,11 @@ def one_case(seed: int) -> tuple[str, Edit, str | None, list[str]]:
         if edit is not None:
             break
     before = note.text()
-    edit.may_refuse = _list_over_code(note, edit)
+    edit.may_refuse = edit.may_refuse or _list_over_code(note, edit)
+    if edit.kind in ("heading", "block"):
+        round_trip = _round_trip(before, edit.request.target or "")
+        if round_trip:
+            return before, edit, None, [round_trip]
     try:
         after = apply_edit("fuzz.md", before, edit.request).text
     except EditRefused as refused:

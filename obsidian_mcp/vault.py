@@ -364,10 +364,23 @@ class Vault:
         return "/".join(spelled)
 
     async def existing_spelling(self, path: str) -> str | None:
-        """Another spelling (Unicode form) of `path` that exists, if any: a note created at
-        `path` would look the same as it in Obsidian's file list."""
-        spelled = await self._spelled_on_disk(path)
-        return spelled if spelled is not None and spelled != path else None
+        """Another spelling of `path` that exists, if any: its names in another Unicode
+        form or another case (`casing/plan.md` beside `casing/Plan.md`). A note created at
+        `path` would look the same as it in Obsidian's file list, and macOS and Windows
+        keep both in one file."""
+        spelled: list[str] = []
+        for name in path.split("/"):
+            names = await self._names_in("/".join(spelled))
+            if name in names:
+                spelled.append(name)
+                continue
+            wanted = unicodedata.normalize("NFC", name).casefold()
+            alike = [n for n in names if unicodedata.normalize("NFC", n).casefold() == wanted]
+            if len(alike) != 1:
+                return None
+            spelled.append(alike[0])
+        found = "/".join(spelled)
+        return found if found != path else None
 
     async def refuse_if_other_vault(self) -> None:
         """OtherVault when the folder and Obsidian's API show different vaults (asked again

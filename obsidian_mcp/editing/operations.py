@@ -10,6 +10,7 @@ works, the edit is refused.
 
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -60,6 +61,8 @@ _TABLE_ROW_RE = re.compile(r"[ \t]*\|")
 _ITEM_MARKER_RE = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+\[.\])?(?:[ \t]+|$)")
 # A block id ending a line, as content may carry one.
 _LINE_ID_RE = re.compile(r"(?:^|[ \t>]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$")
+# A block id alone on its line (below a table, as its last row).
+_ID_ALONE_RE = re.compile(r"[ \t>]*\^[A-Za-z0-9-]+[ \t]*")
 # An ATX heading's opening hashes.
 _ATX_RE = re.compile(r"[ ]{0,3}(#{1,6})(?:[ \t]|$)")
 _UNCLOSED = {"code": "a code block (```)", "math": "a $$ math block", "comment": "a %% comment"}
@@ -123,7 +126,9 @@ def created_text(request: EditRequest) -> str:
     content = request.content or ""
     if not content.strip():
         raise EditRefused("create needs content: the note's text. Nothing was written.")
-    return content.rstrip("\r\n") + "\n"
+    # One newline throughout: the content's first (CRLF content makes a CRLF note).
+    newline = newline_of(content)
+    return _with_newline(content.rstrip("\r\n"), newline) + newline
 
 
 # The line vault_read_note ends a cut read with: content holding it is a read sent back.
@@ -264,7 +269,12 @@ def _place(
         if (lead_blank, trail_blank) in tried:
             continue
         tried.append((lead_blank, trail_blank))
-        above = lead_blank and start > 0 and not _separates(lines[start - 1].text, blank)
+        # Right under the frontmatter needs no blank line: its `---` already separates.
+        above = (
+            lead_blank
+            and start > structure.body_line
+            and not _separates(lines[start - 1].text, blank)
+        )
         below = trail_blank and end < len(lines) and not _separates(lines[end].text, blank)
         placed = [*([blank] if above else []), *texts, *([blank] if below else [])]
         edited = list(lines)
@@ -299,26 +309,35 @@ def _continues(block: Block, content: _Content) -> bool:
 def _edit_section(path: str, text: str, request: EditRequest, reference: str) -> Applied:
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a heading"))
-    content = _Content.of(_lines_to_add(request))
-    texts = content.texts
+    texts = _lines_to_add(request)
     structure = NoteStructure.of(path, split_lines(text))
     if request.create_target and not heading_matches(structure, reference):
         structure, target = _create_heading(path, structure, reference)
     else:
         target = resolve_heading(structure, reference)
+        if request.operation == "replace" and _as_read(structure, target, texts):
+            return Applied(text, target.label())
+    content = _Content.of(texts)
     blocks = structure.body_blocks(target)
     if request.operation == "replace":
         span = _section_span(structure, target, content)
         _refuse_taken_ids(structure, span, texts)
         lines = _place(structure, span, texts, lead=False, trail=False)
+        if blocks and not blocks[-1].closed and lines != list(structure.lines):
+            raise EditRefused(
+                f"The section ends in {_UNCLOSED[blocks[-1].kind]} opened at line "
+                f"{blocks[-1].first_line + 1} and never closed: it runs to the end of the "
+                "note, so replacing the section would delete everything after it too. "
+                "Nothing was written. Close that block first (replace_text can add the "
+                "closing line), then replace the section."
+            )
     elif request.operation == "prepend" and blocks:
         first = blocks[0].first_line
         trail = not (content.ends_as("list") and blocks[0].kind == "list")
         lines = _place(structure, (first, first), texts, lead=False, trail=trail)
     elif blocks:
-        at = blocks[-1].end_line
-        lead = not _continues(blocks[-1], content)
-        lines = _place(structure, (at, at), texts, lead=lead, trail=False)
+        at, continues = _append_at(structure, blocks, content)
+        lines = _place(structure, (at, at), texts, lead=not continues, trail=False)
     else:
         # An empty body: the content goes right below the heading, the blank lines that
         # separated it from the next one stay after the content.
@@ -327,6 +346,44 @@ def _edit_section(path: str, text: str, request: EditRequest, reference: str) ->
     if request.operation != "replace":
         _refuse_taken_ids(structure, (0, 0), texts)
     return Applied(join_lines(lines), target.label())
+
+
+def _append_at(
+    structure: NoteStructure, blocks: list[Block], content: _Content
+) -> tuple[int, bool]:
+    """Where `append` puts content in a section, and whether it continues the block
+    there. List items continue the section's own last list, and table rows its own last
+    table (above the table's id line), wherever they stand: real sections end with what
+    is not their content (a rule and navigation links under a daily log, a comment, a
+    subsection). Anything else goes after the section's last block, subsections
+    included."""
+    own = []
+    for block in blocks:
+        if block.kind == "heading":
+            break
+        own.append(block)
+    kind = "list" if content.starts_as("list") else "table" if content.table_rows else None
+    last = next((block for block in reversed(own) if block.kind == kind), None)
+    if last is None:
+        return blocks[-1].end_line, _continues(blocks[-1], content)
+    end = last.end_line
+    if kind == "table" and _ID_ALONE_RE.fullmatch(structure.lines[end - 1].text):
+        end -= 1
+    return end, True
+
+
+def _as_read(
+    structure: NoteStructure, target: HeadingTarget | BlockTarget, texts: list[str]
+) -> bool:
+    """Whether replace's content is the target's text as it stands (a read sent back
+    unchanged, or a section's body without its heading line): then the note already reads
+    so, byte for byte, line endings and all, whatever the target holds (a fence or a
+    comment never closed, an id in code)."""
+    first, end = target_view(target)
+    lines = [line.text for line in structure.lines]
+    if isinstance(target, HeadingTarget) and texts == lines[target.first_block_line : end]:
+        return bool(texts)
+    return texts == lines[first:end]
 
 
 def _section_span(
@@ -370,10 +427,13 @@ def _ids_in(texts: list[str]) -> set[str]:
 
 def _refuse_taken_ids(structure: NoteStructure, span: tuple[int, int], texts: list[str]) -> None:
     """Refuse content carrying a block id another block of the note (outside the lines
-    it replaces) already has: two blocks of one id, and links to it, name neither."""
+    it replaces) already has: two blocks of one id, and links to it, name neither. Ids
+    in code, math and comments are no ids (`ParsedNote.block_ids`)."""
     start, end = span
-    others = [line.text for index, line in enumerate(structure.lines) if not start <= index < end]
-    taken = sorted(_ids_in(texts) & _ids_in(others))
+    real = {block_id.lower() for block_id in structure.note.block_ids}
+    lines = structure.lines
+    others = _ids_in([line.text for index, line in enumerate(lines) if not start <= index < end])
+    taken = sorted(_ids_in(texts) & others & real)
     if taken:
         raise EditRefused(
             f"The content carries the block id ^{taken[0]}, which another block of the note "
@@ -440,6 +500,8 @@ def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> A
     texts = _lines_to_add(request)
     structure = NoteStructure.of(path, split_lines(text))
     target = resolve_block(structure, reference)
+    if request.operation == "replace" and _as_read(structure, target, texts):
+        return Applied(text, target.label())
     content = _Content.of(_at_level(texts, target.prefix), target.prefix)
     if request.operation == "replace":
         content = _Content.of(_in_place(structure, target, content.texts), target.prefix)
@@ -448,16 +510,18 @@ def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> A
         lines = _replace_block(structure, target, content)
     else:
         _refuse_taken_ids(structure, (0, 0), content.texts)
-        # Next to a list item, list content continues the list; anything else is set apart.
+        # Next to a list item, list content continues the list; rows appended to a table
+        # continue it, above its id line where the id stands alone; anything else is set
+        # apart.
         item = target.kind == "item"
         at = target.end_line if request.operation == "append" else target.first_line
+        lead = not (item and content.starts_as("list"))
+        trail = not (item and content.ends_as("list"))
+        if request.operation == "append" and target.kind == "table" and content.table_rows:
+            at = target.id_line if target.id_alone else target.end_line
+            lead = trail = False
         lines = _place(
-            structure,
-            (at, at),
-            content.texts,
-            lead=not (item and content.starts_as("list")),
-            trail=not (item and content.ends_as("list")),
-            prefix=target.prefix,
+            structure, (at, at), content.texts, lead=lead, trail=trail, prefix=target.prefix
         )
     return Applied(join_lines(lines), target.label())
 
@@ -564,7 +628,7 @@ def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[s
         return [target.prefix + marker]
     own = leaves(content.blocks)
     leaf = (own[0] if target.kind == "item" else own[-1]) if own else None
-    if leaf is None or leaf.kind not in ("paragraph", "row"):
+    if leaf is None or leaf.kind not in ("paragraph", "row", "definition"):
         return [*texts, target.prefix.rstrip(), target.prefix + marker]
     line = leaf.end_line - 1
     return [*texts[:line], texts[line] + " " + marker, *texts[line + 1 :]]
@@ -581,7 +645,33 @@ def _wrong_operation(operation: str, what: str) -> str:
 
 
 def _with_newline(value: str, newline: str) -> str:
-    return value.replace("\r\n", "\n").replace("\n", newline) if newline != "\n" else value
+    """Every line break of `value` as `newline`."""
+    return re.sub(r"\r\n|\r|\n", lambda _: newline, value)
+
+
+def _spellings(target: str, text: str) -> str:
+    """The target as the note spells it: as given, else in the Unicode form the note uses
+    (a macOS name or a pasted accent: é as one code point or as e and a combining mark)."""
+    for form in ("NFC", "NFD"):
+        spelled = unicodedata.normalize(form, target)
+        if spelled != target and spelled in text:
+            return spelled
+    return target
+
+
+def _matches(text: str, target: str) -> list[re.Match[str]]:
+    """Where `target` stands in `text`, literally but for line breaks: each of its breaks
+    matches any break (a note with mixed endings holds `b\\nc` as `b\\r\\nc` too)."""
+    lines = re.split(r"\r\n|\r|\n", _spellings(target, text))
+    return list(re.finditer(r"(?:\r\n|\r|\n)".join(map(re.escape, lines)), text))
+
+
+def _first_unclosed(text: str) -> int | None:
+    """Where the first fence or `%%` comment that is never closed starts (a character
+    offset), if any: from there to the end of the note is code or hidden."""
+    structure = NoteStructure.of("", split_lines(text))
+    found = next((block for block in structure.blocks if not block.closed), None)
+    return None if found is None else structure.line_starts[found.first_line]
 
 
 def _replace_text(text: str, request: EditRequest) -> Applied:
@@ -589,14 +679,11 @@ def _replace_text(text: str, request: EditRequest) -> Applied:
         raise EditRefused(
             "replace_text needs target: the exact text to replace. Nothing was written."
         )
-    newline = newline_of(text)
-    old = _with_newline(request.target, newline)
-    new = _with_newline(request.content or "", newline)
-    found = text.count(old)
+    found = _matches(text, request.target)
     wanted = request.expected_count if request.expected_count is not None else 1
-    if found == 0:
+    if not found:
         closest = difflib.get_close_matches(
-            old.splitlines()[0] if old.strip() else old,
+            request.target.splitlines()[0] if request.target.strip() else request.target,
             [line.text for line in split_lines(text)],
             n=1,
             cutoff=0.5,
@@ -606,7 +693,7 @@ def _replace_text(text: str, request: EditRequest) -> Applied:
             f"The text {excerpt(request.target, 80)} was not found in the note; nothing was "
             f"written.{hint} Copy the text exactly from vault_read_note, whitespace included."
         )
-    if found != wanted:
+    if len(found) != wanted:
         how = (
             "pass expected_count with the number to replace them all, or a longer target "
             "that occurs once"
@@ -614,12 +701,44 @@ def _replace_text(text: str, request: EditRequest) -> Applied:
             else "check the target, or pass expected_count with the number found"
         )
         raise EditRefused(
-            f"The text {excerpt(request.target, 80)} matches {found} times, not {wanted}; "
-            f"nothing was written: {how}."
+            f"The text {excerpt(request.target, 80)} matches {len(found)} times, not "
+            f"{wanted}; nothing was written: {how}."
         )
-    first = text.index(old)
-    line = text.count("\n", 0, first) + 1
+    pieces: list[str] = []
+    position = 0
+    for match in found:
+        # The content's line breaks as the replaced text had them, else the note's.
+        breaks = re.search(r"\r\n|\r|\n", match.group())
+        newline = breaks.group() if breaks else newline_of(text)
+        pieces += [text[position : match.start()], _with_newline(request.content or "", newline)]
+        position = match.end()
+    edited = "".join([*pieces, text[position:]])
+    _refuse_hiding_the_rest(text, edited, found, [len(p) for p in pieces[1::2]])
+    line = text.count("\n", 0, found[0].start()) + 1
     return Applied(
-        text.replace(old, new),
-        f"text at line {line}" + (f" and {found - 1} more" if found > 1 else ""),
+        edited,
+        f"text at line {line}" + (f" and {len(found) - 1} more" if len(found) > 1 else ""),
+    )
+
+
+def _refuse_hiding_the_rest(
+    text: str, edited: str, found: list[re.Match[str]], written: list[int]
+) -> None:
+    """Refuse a replace_text whose content opens a fence or a `%%` comment that nothing
+    closes: what follows it would become code or hidden. A note that already holds one
+    keeps it where it was (its start moved by the replacements before it)."""
+    before, after = _first_unclosed(text), _first_unclosed(edited)
+    if after is None:
+        return
+    if before is not None:
+        shift = sum(
+            length - (match.end() - match.start())
+            for match, length in zip(found, written, strict=True)
+            if match.end() <= before
+        )
+        if after >= before + shift:
+            return
+    raise EditRefused(
+        "The content opens a code fence or a %% comment that nothing closes, so the rest of "
+        "the note would become code or hidden. Nothing was written. Close it in the content."
     )

@@ -291,9 +291,10 @@ class Editor:
         twin = await self._vault.existing_spelling(path)
         if twin is not None:
             raise EditRefused(
-                f"A note already exists at {twin!r}: the same name as {path!r}, its letters "
-                "encoded in another Unicode form, so the two would look alike in Obsidian. "
-                "Nothing was written. Edit that note, or choose another name."
+                f"A note already exists at {twin!r}: the same name as {path!r} but for its "
+                "letters' case or Unicode form, so the two would look alike in Obsidian (and "
+                "be one file on macOS and Windows). Nothing was written. Edit that note, or "
+                "choose another name."
             )
         if dry_run:
             try:

@@ -56,8 +56,14 @@ _KIND_NAMES = {
     "list": "list",
     "item": "list item",
     "quote": "quote",
+    "definition": "link or footnote definition",
 }
 _UNCLOSED_NAMES = {"code": "```", "math": "$$", "comment": "%%"}
+# Content whose blocks read as nothing alone starts with a `---` block: a note's
+# frontmatter (its properties), which only the start of a note can hold.
+_ALONE_AS_FRONTMATTER = (
+    "frontmatter: a --- block is a note's properties at its start only; use set for a property"
+)
 
 
 class EditRefused(VaultError):
@@ -287,7 +293,7 @@ def resolve_block(structure: NoteStructure, reference: str) -> BlockTarget:
     found = [
         place
         for place in _places(structure.blocks)
-        if place.block.kind in ("paragraph", "table")
+        if place.block.kind in ("paragraph", "table", "definition")
         and ends_with_id.search(lines[place.block.end_line - 1].text)
     ]
     if len(found) != 1:
@@ -442,7 +448,7 @@ def changed_around(
         return (
             "the new text would not read as written there (as "
             f"{', '.join(_KIND_NAMES[k] for k in kinds) or 'nothing'} instead of "
-            f"{', '.join(_KIND_NAMES[k] for k in content_kinds)})"
+            f"{', '.join(_KIND_NAMES[k] for k in content_kinds) or _ALONE_AS_FRONTMATTER})"
         )
     return None
 

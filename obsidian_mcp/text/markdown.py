@@ -450,7 +450,8 @@ class Block:
 
     kind: "paragraph", "heading", "code" (fenced or indented), "math", "comment" (``%%``,
     also a comment opened inside a block and closed blocks later), "html", "rule",
-    "table", "row", "list", "item" or "quote" (callouts too). `markup`: a list's marker
+    "table", "row", "list", "item", "quote" (callouts too) or "definition" (a link or
+    footnote definition, which markdown-it keeps for itself). `markup`: a list's marker
     ("-", "*", "+", "." or ")"), a heading's "#", "=" or "-". `closed`: False for a
     fence, ``$$`` or ``%%`` block that is never closed and so runs to the end of what holds
     it."""
@@ -558,6 +559,26 @@ class _BlockReader:
             merged.append(Block("comment", block.first_line, last.end_line, closed=closed))
         return merged
 
+    def with_definitions(self, blocks: list[Block]) -> list[Block]:
+        """`blocks` and, between them, each run of lines no block covers: link reference
+        definitions (`[ref]: https://...`, and a footnote definition markdown-it reads as
+        one, `[^src]: Britannica`) make no markdown-it token. As "definition" blocks they
+        belong to their section like any block (an edit of the section covers them, a
+        block id can end one)."""
+        covered = {line for block in blocks for line in range(block.first_line, block.end_line)}
+        found: list[Block] = []
+        run: int | None = None
+        end = self._first_line + len(self._offsets)
+        for line in range(self._first_line, end + 1):
+            text = self.line_text(line) if line < end else ""
+            if line in covered or not text.strip():
+                if run is not None:
+                    found.append(Block("definition", run, line))
+                    run = None
+            elif run is None:
+                run = line
+        return sorted([*blocks, *found], key=lambda block: block.first_line) if found else blocks
+
     def _count_comment_marks(self, block: Block, masked: str) -> int:
         return masked.count(
             _COMMENT, self.offset_of(block.first_line), self.offset_of(block.end_line)
@@ -657,7 +678,7 @@ def parse_structure(path: str, content: str) -> tuple[ParsedNote, tuple[Block, .
     masked = _blank_out(without_blocks, inline_code)
 
     top_level, heading_texts = reader.read(tokens)
-    blocks = reader.hide_comment_runs(top_level, masked)
+    blocks = reader.with_definitions(reader.hide_comment_runs(top_level, masked))
     headings: list[_Heading] = []
     kept: list[tuple[int, int, str]] = []
     for block in blocks:
