@@ -357,7 +357,7 @@ def _append_at(
     is not their content (a rule and navigation links under a daily log, a comment, a
     subsection). Anything else goes after the section's last block, subsections
     included."""
-    own = []
+    own: list[Block] = []
     for block in blocks:
         if block.kind == "heading":
             break
