@@ -18,8 +18,20 @@ PDF = "a PDF document"
 _KINDS = {
     ".pdf": PDF,
     **dict.fromkeys(
-        (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".svg", ".webp", ".avif", ".tif", ".tiff",
-         ".ico", ".heic"),
+        (
+            ".png",
+            ".jpg",
+            ".jpeg",
+            ".gif",
+            ".bmp",
+            ".svg",
+            ".webp",
+            ".avif",
+            ".tif",
+            ".tiff",
+            ".ico",
+            ".heic",
+        ),
         "an image",
     ),
     **dict.fromkeys(

@@ -279,12 +279,17 @@ async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
                     sys.stdout.write(encode(memory))
                 return 0
             now = store.now()
-            shown = [memory for memory in memories
-                     if args.scope is None or memory.scope in (None, args.scope.lower())]
+            shown = [
+                memory
+                for memory in memories
+                if args.scope is None or memory.scope in (None, args.scope.lower())
+            ]
             for memory in shown:
                 print(format_memory(memory, now))
-            print(f"{len(shown)} memories; the page {store.files.view} shows them by scope "
-                  "and tag.", file=sys.stderr)
+            print(
+                f"{len(shown)} memories; the page {store.files.view} shows them by scope and tag.",
+                file=sys.stderr,
+            )
             return 0
         except UnknownMemoryId as exc:
             print(

@@ -205,6 +205,4 @@ class FileSystemFailure(VaultError):
         advice = _OS_ADVICE.get(
             exc.errno or 0, "Check the file and its folder in the vault, then try again."
         )
-        super().__init__(
-            f"Could not {doing} {_path(path)} in the vault folder: {reason}. {advice}"
-        )
+        super().__init__(f"Could not {doing} {_path(path)} in the vault folder: {reason}. {advice}")

@@ -68,9 +68,7 @@ def describe_error(error: ErrorDetails, model_schema: Schema, prefix: str = "") 
         item = cast(Schema, schema.get("items", {}))
         for option in cast(list[Schema], schema.get("anyOf", [])):
             item = cast(Schema, option.get("items", item))
-        return (
-            f"{name}[{location[1]}] must be {_expected(item)}; you gave {excerpt(given)}."
-        )
+        return f"{name}[{location[1]}] must be {_expected(item)}; you gave {excerpt(given)}."
     if kind == "string_too_long" and isinstance(given, str):
         return (
             f"{name} is {len(given):,} characters long; the limit is "
@@ -92,5 +90,3 @@ def describe_invalid_arguments(exc: ValidationError, model_schema: Schema, prefi
     more = len(sentences) - 3
     tail = f" ({more} more argument problems after these.)" if more > 0 else ""
     return " ".join(sentences[:3]) + tail
-
-

@@ -91,8 +91,8 @@ def _owned_lines(lines: list[Line], key_line: int, end: int) -> int:
     last = key_line
     for index in range(key_line + 1, end):
         text = lines[index].text
-        if is_blank(text):
-            continue
+        if is_blank(text) or text.startswith("#"):
+            continue  # a comment line among the value's lines does not end them
         if not _OWNED_LINE_RE.match(text):
             break
         last = index
@@ -107,10 +107,14 @@ def _sequence_offset(lines: list[Line], start: int, end: int) -> int:
     return _DEFAULT_SEQUENCE_OFFSET
 
 
-def _key_line(loaded: object, key: object) -> int:
-    """The line a top-level key starts on, within the YAML text."""
+def _key_line(loaded: object, key: object) -> int | None:
+    """The line a top-level key starts on, within the YAML text; None for a key that has
+    no line of its own (one a `<<:` merge key brings in)."""
     mapping: Any = loaded
-    position: tuple[int, int] = mapping.lc.key(key)
+    try:
+        position: tuple[int, int] = mapping.lc.key(key)
+    except KeyError:
+        return None
     return position[0]
 
 
@@ -127,13 +131,27 @@ def value_of(content: str) -> object:
         return None
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     items = [_BLOCK_ITEM_RE.fullmatch(line) for line in lines]
-    if all(items):
+    if all(items) and any(item and item.group(1) for item in items):
         return _sequence([_scalar((item.group(1) or "") if item else "") for item in items])
     if _LINK_LIST_RE.fullmatch(text):
         return _sequence([_text(link.group()) for link in _WIKILINK_RE.finditer(text)])
     if text.startswith(("[", "{")) and not _WIKILINK_RE.fullmatch(text):
         return _flow_value(text)
     return _scalar(text)
+
+
+def _balanced(text: str) -> bool:
+    """Whether every bracket and brace the text opens, it closes (outside quotes, roughly:
+    what tells a list left unfinished from text that starts with a bracket)."""
+    depth = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _sequence(values: list[object]) -> CommentedSeq:
@@ -149,10 +167,12 @@ def _flow_value(text: str) -> object:
     try:
         loaded = _round_trip().load(text)
     except (YAMLError, ValueError) as error:
+        if _balanced(text):
+            return _text(text)  # text that starts with a bracket: "[Draft] My essay"
         raise EditRefused(
-            f"The content starts with {text[0]!r} like a YAML list or mapping but is not valid "
-            f"YAML ({excerpt(str(error).splitlines()[0], 120)}); nothing was written. Close "
-            "it (e.g. '[a, b]'), or put text in quotes."
+            f"The content starts with {text[0]!r} like a YAML list or mapping but is not "
+            f"valid YAML: it is never closed ({excerpt(str(error).splitlines()[0], 120)}); "
+            "nothing was written. Close it (e.g. '[a, b]'), or put text in quotes."
         ) from error
     if isinstance(loaded, CommentedSeq) and all(
         not isinstance(item, list | dict) for item in cast("list[object]", loaded)
@@ -211,7 +231,7 @@ def _dump_value(value: object) -> str:
     return out.getvalue()[len("v:") :]
 
 
-def _key_lines(key: str, value: object, offset: int) -> list[str]:
+def _key_lines(key: object, value: object, offset: int) -> list[str]:
     yaml = _round_trip()
     yaml.indent(mapping=2, sequence=offset + 2, offset=offset)
     mapping = CommentedMap()
@@ -278,7 +298,9 @@ def edit(
                 "written. Fix it in Obsidian first."
             )
         mapping = cast("dict[object, object]", loaded)
-    starts = {str(k): start + _key_line(loaded, k) for k in mapping}
+    lines_of = {k: _key_line(loaded, k) for k in mapping}
+    starts = {str(k): start + line for k, line in lines_of.items() if line is not None}
+    own_keys = {str(k): k for k, line in lines_of.items() if line is not None}
     key_starts = sorted(starts.values())
     present = key in starts
     if present:
@@ -297,10 +319,13 @@ def edit(
     if operation == "delete":
         splice(lines, at, end, [], newline)
     else:
-        new = _key_lines(key, value, _sequence_offset(lines, start, closing))
+        # The key as the note has it (2024 stays a number, not '2024').
+        new = _key_lines(own_keys.get(key, key), value, _sequence_offset(lines, start, closing))
         if present:
-            # A comment at the end of the key's line stays there.
+            # A comment at the end of the key's line stays there, and comment lines among
+            # its old value's lines stay below the new value: nobody's words are dropped.
             new[0] += _trailing_comment(lines[at].text)
+            new += [line.text for line in lines[at + 1 : end] if line.text.lstrip().startswith("#")]
         splice(lines, at, end, new, newline)
     changed = join_lines(lines)
     _check_fields(changed, key, value, before)

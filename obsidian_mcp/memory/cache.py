@@ -75,8 +75,17 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE TABLE vectors (model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, hash)) WITHOUT ROWID;
 """
-_TABLES = ("state", "files", "file_lines", "memories", "supersessions", "retired",
-           "memory_tags", "words", "vectors")
+_TABLES = (
+    "state",
+    "files",
+    "file_lines",
+    "memories",
+    "supersessions",
+    "retired",
+    "memory_tags",
+    "words",
+    "vectors",
+)
 
 
 def memory_cache_path(cache_dir: Path, vault_identity: str, memory_path: str) -> Path:
@@ -103,8 +112,12 @@ def _prepare(db: sqlite3.Connection, where: str) -> sqlite3.Connection:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
             if version:
-                logger.info("memory cache %s has schema %d, not %d; rebuilding it",
-                            where, version, SCHEMA_VERSION)
+                logger.info(
+                    "memory cache %s has schema %d, not %d; rebuilding it",
+                    where,
+                    version,
+                    SCHEMA_VERSION,
+                )
             for table in _TABLES:
                 db.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in _SCHEMA.split(";"):
@@ -128,8 +141,9 @@ def open_cache(path: Path | None) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         raise  # locked or unwritable: not a damaged file, and deleting it would not help
     except sqlite3.DatabaseError as exc:
-        logger.warning("memory cache %s is unreadable (%s); rebuilding it from the memory file",
-                       path, exc)
+        logger.warning(
+            "memory cache %s is unreadable (%s); rebuilding it from the memory file", path, exc
+        )
         for suffix in ("", "-wal", "-shm"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
         return _prepare(_connect(str(path)), str(path))

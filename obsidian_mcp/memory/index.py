@@ -41,10 +41,52 @@ _WORD = re.compile(r"\w+")
 # Words too common to say anything about a memory; they would make every entry a match.
 _STOPWORDS = frozenset(
     {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "had", "has",
-        "have", "he", "her", "his", "i", "in", "is", "it", "its", "of", "on", "or", "she", "so",
-        "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when",
-        "where", "which", "who", "will", "with", "you", "your",
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
     }
 )
 # A query word found in a tag counts more: a tag is a deliberate label. Order: (tags, text).
@@ -100,8 +142,18 @@ def happened(memory: Memory) -> datetime:
 
 def _memory(row: Row) -> Memory:
     memory_id, ts, content, tags, context, kind, source, scope, occurred, replaced = row
-    return Memory(memory_id, datetime.fromisoformat(ts), content, tuple(json.loads(tags)),
-                  context, kind, source, scope, occurred, tuple(json.loads(replaced)))
+    return Memory(
+        memory_id,
+        datetime.fromisoformat(ts),
+        content,
+        tuple(json.loads(tags)),
+        context,
+        kind,
+        source,
+        scope,
+        occurred,
+        tuple(json.loads(replaced)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +280,7 @@ def settle(records: Iterable[tuple[str, Record]]) -> Settled:
         # again in the same words as an old one is no repeat of it.
         repeats.append(key in seen and not memory.supersedes)
         seen.add(key)
-    return Settled(live, repeats, list(tombstones.values()), dead, memory_files,
-                   retired_supersedes)
+    return Settled(live, repeats, list(tombstones.values()), dead, memory_files, retired_supersedes)
 
 
 class MemoryIndex:
@@ -254,15 +305,21 @@ class MemoryIndex:
             memory_file = self._retire(live) if live is not None else None
             self.db.execute(
                 "INSERT INTO retired VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.ts.isoformat(), file, memory_file,
-                 json.dumps(live.supersedes if live is not None else [])),
+                (
+                    record.id,
+                    record.ts.isoformat(),
+                    file,
+                    memory_file,
+                    json.dumps(live.supersedes if live is not None else []),
+                ),
             )
         elif self._retired(record.id):
             # A forgotten memory's line, which folding drops: counted once per memory, in
             # the file it was first read from (as `settle` counts).
             first = self.db.execute(
                 "UPDATE retired SET memory_file = ?, supersedes = ? WHERE id = ? AND "
-                "memory_file IS NULL", (file, json.dumps(record.supersedes), record.id),
+                "memory_file IS NULL",
+                (file, json.dumps(record.supersedes), record.id),
             )
             if first.rowcount:
                 self._count(file, dead=1)
@@ -273,7 +330,8 @@ class MemoryIndex:
     def _count(self, file: str, *, live: int = 0, dead: int = 0) -> None:
         self.db.execute(
             "INSERT INTO file_lines VALUES (?, ?, ?) ON CONFLICT (file) DO UPDATE SET "
-            "live = live + excluded.live, dead = dead + excluded.dead", (file, live, dead),
+            "live = live + excluded.live, dead = dead + excluded.dead",
+            (file, live, dead),
         )
 
     def file_lines(self, file: str) -> tuple[int, int]:
@@ -301,7 +359,8 @@ class MemoryIndex:
             return False
         repeat = self.db.execute(
             "SELECT 1 FROM memories INDEXED BY memories_by_key WHERE key = ? LIMIT 1",
-            (_key_hash(memory),))
+            (_key_hash(memory),),
+        )
         return repeat.fetchone() is not None
 
     def _insert(self, memories: list[tuple[str, Memory]], repeats: list[bool]) -> None:
@@ -311,24 +370,49 @@ class MemoryIndex:
         slots = range(first, self.next_slot)
         self.db.executemany(
             "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
-            [(slot, m.id, m.ts.isoformat(), _micros(happened(m)), m.content, json.dumps(m.tags),
-              m.context, m.type, m.source, m.scope, m.occurred, json.dumps(m.supersedes),
-              file, _key_hash(m), int(repeat), content_hash(m.content))
-             for slot, (file, m), repeat in zip(slots, memories, repeats, strict=True)],
+            [
+                (
+                    slot,
+                    m.id,
+                    m.ts.isoformat(),
+                    _micros(happened(m)),
+                    m.content,
+                    json.dumps(m.tags),
+                    m.context,
+                    m.type,
+                    m.source,
+                    m.scope,
+                    m.occurred,
+                    json.dumps(m.supersedes),
+                    file,
+                    _key_hash(m),
+                    int(repeat),
+                    content_hash(m.content),
+                )
+                for slot, (file, m), repeat in zip(slots, memories, repeats, strict=True)
+            ],
         )
         self.db.executemany(
             "INSERT OR IGNORE INTO memory_tags VALUES (?, ?)",
-            [(tag, slot) for slot, (_, m) in zip(slots, memories, strict=True)
-             for tag in m.tags],
+            [(tag, slot) for slot, (_, m) in zip(slots, memories, strict=True) for tag in m.tags],
         )
         self.db.executemany(
             "INSERT INTO words (rowid, tags, text) VALUES (?, ?, ?)",
-            [(slot, " ".join(terms(" ".join(m.tags).replace("/", " "))),
-              " ".join(terms(m.content + " " + m.context)))
-             for slot, (_, m) in zip(slots, memories, strict=True)],
+            [
+                (
+                    slot,
+                    " ".join(terms(" ".join(m.tags).replace("/", " "))),
+                    " ".join(terms(m.content + " " + m.context)),
+                )
+                for slot, (_, m) in zip(slots, memories, strict=True)
+            ],
         )
-        rows = [(old, m.id) for _, m in memories if m.supersedes
-                for old in self._replaced_through(m.supersedes)]
+        rows = [
+            (old, m.id)
+            for _, m in memories
+            if m.supersedes
+            for old in self._replaced_through(m.supersedes)
+        ]
         self.db.executemany("INSERT OR IGNORE INTO supersessions VALUES (?, ?)", rows)
         replaced = {old for old, _ in rows}
         fresh = {m.id for _, m in memories}
@@ -361,10 +445,14 @@ class MemoryIndex:
         olds = self._replaced_through(replaced)
         if not olds:
             return
-        successors = [row[0] for row in self.db.execute(
-            "SELECT new FROM supersessions WHERE old = ?", (memory_id,))]
-        self.db.executemany("INSERT OR IGNORE INTO supersessions VALUES (?, ?)",
-                            [(old, new) for old in olds for new in successors])
+        successors = [
+            row[0]
+            for row in self.db.execute("SELECT new FROM supersessions WHERE old = ?", (memory_id,))
+        ]
+        self.db.executemany(
+            "INSERT OR IGNORE INTO supersessions VALUES (?, ?)",
+            [(old, new) for old in olds for new in successors],
+        )
         self._mark_superseded(olds)
 
     def _mark_superseded(self, ids: Iterable[str]) -> None:
@@ -382,9 +470,16 @@ class MemoryIndex:
         settled = settle(records)
         self.db.executemany(
             "INSERT INTO retired VALUES (?, ?, ?, ?, ?)",
-            [(t.id, t.ts.isoformat(), file, settled.memory_files.get(t.id),
-              json.dumps(settled.retired_supersedes.get(t.id, ())))
-             for file, t in settled.retired],
+            [
+                (
+                    t.id,
+                    t.ts.isoformat(),
+                    file,
+                    settled.memory_files.get(t.id),
+                    json.dumps(settled.retired_supersedes.get(t.id, ())),
+                )
+                for file, t in settled.retired
+            ],
         )
         self._insert(settled.live, settled.repeats)
         for file, count in settled.dead.items():
@@ -403,8 +498,10 @@ class MemoryIndex:
         ).fetchone()
         self.db.execute("DELETE FROM memories WHERE slot = ?", (slot,))
         self._count(file, live=-1, dead=1)
-        self.db.executemany("DELETE FROM memory_tags WHERE tag = ? AND slot = ?",
-                            [(tag, slot) for tag in memory.tags])
+        self.db.executemany(
+            "DELETE FROM memory_tags WHERE tag = ? AND slot = ?",
+            [(tag, slot) for tag in memory.tags],
+        )
         self._live -= 1
         if memory.supersedes:
             # What it replaced is current again, unless another replaces it, or a memory
@@ -458,7 +555,8 @@ class MemoryIndex:
         # (13.8 ms of a 15.6 ms remember at 100,000 memories, reviewed with EXPLAIN).
         row = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories INDEXED BY memories_by_key WHERE key = ? "
-            "AND repeat = 0 AND superseded = 0", (_key_hash(probe),)
+            "AND repeat = 0 AND superseded = 0",
+            (_key_hash(probe),),
         ).fetchone()
         return _memory(row) if row is not None else None
 
@@ -466,7 +564,8 @@ class MemoryIndex:
         """Ids of live memories with the same content and tags, this one included."""
         rows = self.db.execute(
             "SELECT id FROM memories INDEXED BY memories_by_key WHERE key = ? ORDER BY slot",
-            (_key_hash(memory),))
+            (_key_hash(memory),),
+        )
         return [row[0] for row in rows]
 
     def tag_counts(self, scope: str | None = None) -> list[tuple[str, int]]:
@@ -487,8 +586,9 @@ class MemoryIndex:
     def count(self, query: Query) -> int:
         """Memories `query`'s filters keep (its text aside)."""
         where, params = self._filters(query)
-        return int(self.db.execute(f"SELECT COUNT(*) FROM memories WHERE {where}",
-                                   params).fetchone()[0])
+        return int(
+            self.db.execute(f"SELECT COUNT(*) FROM memories WHERE {where}", params).fetchone()[0]
+        )
 
     def scope_counts(self) -> list[tuple[str, int]]:
         """Scopes in use with their current memory counts, most used first."""
@@ -519,7 +619,8 @@ class MemoryIndex:
     def recent(self, limit: int) -> list[Memory]:
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE repeat = 0 AND superseded = 0 "
-            "ORDER BY at DESC, id DESC LIMIT ?", (limit,),
+            "ORDER BY at DESC, id DESC LIMIT ?",
+            (limit,),
         )
         return [_memory(row) for row in rows]
 
@@ -534,15 +635,17 @@ class MemoryIndex:
 
     def covered(self, below_slot: int) -> int:
         """Live memories (repeats aside) among the slots below `below_slot`."""
-        row = self.db.execute("SELECT COUNT(*) FROM memories WHERE repeat = 0 AND slot < ?",
-                              (below_slot,))
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM memories WHERE repeat = 0 AND slot < ?", (below_slot,)
+        )
         return int(row.fetchone()[0])
 
     def contents(self, first_slot: int, end_slot: int) -> list[tuple[bytes, str]]:
         """(content hash, content) of the live memories in a range of slots, one per hash."""
         rows = self.db.execute(
             "SELECT meaning, MIN(content) FROM memories WHERE repeat = 0 AND slot >= ? "
-            "AND slot < ? GROUP BY meaning", (first_slot, end_slot),
+            "AND slot < ? GROUP BY meaning",
+            (first_slot, end_slot),
         )
         return [(meaning, content) for meaning, content in rows]
 
@@ -556,9 +659,12 @@ class MemoryIndex:
         total = max(self._live, 1)
         for term in terms(text):
             fields = [
-                [row[0] for row in self.db.execute(
-                    "SELECT rowid FROM words WHERE words MATCH ?", (f'{{{name}}} : "{term}"',)
-                )]
+                [
+                    row[0]
+                    for row in self.db.execute(
+                        "SELECT rowid FROM words WHERE words MATCH ?", (f'{{{name}}} : "{term}"',)
+                    )
+                ]
                 for name in _FIELDS
             ]
             frequency = max(len(slots) for slots in fields)
@@ -606,8 +712,8 @@ class MemoryIndex:
 
     def _fetch(self, slots: list[int]) -> list[Memory]:
         rows = self.db.execute(
-            f"SELECT slot, {_COLUMNS} FROM memories WHERE slot IN "
-            "(SELECT value FROM json_each(?))", (json.dumps(slots),),
+            f"SELECT slot, {_COLUMNS} FROM memories WHERE slot IN (SELECT value FROM json_each(?))",
+            (json.dumps(slots),),
         )
         by_slot = {row[0]: _memory(row[1:]) for row in rows}
         return [by_slot[slot] for slot in slots]
@@ -629,33 +735,37 @@ class MemoryIndex:
             # Equal times (one clock tick) fall back to file order: the later line is newer.
             rows = self.db.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE {where} ORDER BY at DESC, slot DESC "
-                "LIMIT ?", [*params, limit],
+                "LIMIT ?",
+                [*params, limit],
             )
-            return Selection([_memory(row) for row in rows], total, _moment(newest),
-                             _moment(oldest))
+            return Selection(
+                [_memory(row) for row in rows], total, _moment(newest), _moment(oldest)
+            )
         scores = self._text_scores(query.text)
         nearby = self._slots_near(similar) if similar else {}
         candidates = scores.keys() | nearby.keys()
         where, params = self._filters(query, by_slots=True)
         rows = self.db.execute(
             f"SELECT slot, at FROM memories WHERE {where} AND slot IN "
-            "(SELECT value FROM json_each(?))", [*params, json.dumps(sorted(candidates))],
+            "(SELECT value FROM json_each(?))",
+            [*params, json.dumps(sorted(candidates))],
         )
         pool: dict[int, int] = dict(rows.fetchall())
         if not pool:
             return Selection([], 0, None, None)
         if nearby:
+
             def by(values: Mapping[int, float]) -> list[int]:
                 hits = [slot for slot in pool if slot in values]
-                return sorted(hits, key=lambda slot: (values[slot], pool[slot], slot),
-                              reverse=True)
+                return sorted(hits, key=lambda slot: (values[slot], pool[slot], slot), reverse=True)
 
             fused = reciprocal_rank_fusion([(by(scores), 1.0), (by(nearby), MEANING_WEIGHT)])
             best = heapq.nlargest(limit, pool, key=lambda slot: (fused[slot], pool[slot], slot))
         else:
             best = heapq.nlargest(limit, pool, key=lambda slot: (scores[slot], pool[slot], slot))
-        return Selection(self._fetch(best), len(pool), _moment(max(pool.values())),
-                         _moment(min(pool.values())))
+        return Selection(
+            self._fetch(best), len(pool), _moment(max(pool.values())), _moment(min(pool.values()))
+        )
 
     def with_meanings(self, query: Query, hashes: Iterable[bytes]) -> list[Memory]:
         """The memories `query`'s filters keep whose content hash is among `hashes`."""
@@ -665,16 +775,17 @@ class MemoryIndex:
         where, params = self._filters(query)
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE {where} AND meaning IN "
-            f"({', '.join('?' * len(wanted))})", [*params, *wanted],
+            f"({', '.join('?' * len(wanted))})",
+            [*params, *wanted],
         )
         return [_memory(row) for row in rows]
 
     def meanings(self, query: Query) -> set[bytes]:
         """The content hashes of the memories `query`'s filters keep (its text aside)."""
         where, params = self._filters(query)
-        return {row[0] for row in self.db.execute(
-            f"SELECT meaning FROM memories WHERE {where}", params
-        )}
+        return {
+            row[0] for row in self.db.execute(f"SELECT meaning FROM memories WHERE {where}", params)
+        }
 
     def _slots_near(self, similar: Mapping[bytes, float]) -> dict[int, float]:
         marks = ", ".join("?" * len(similar))
@@ -704,8 +815,17 @@ class FileState:
         return self.anchor_end - len(self.anchor)
 
     def dumps(self) -> str:
-        return json.dumps([self.offset, self.crc, self.anchor.hex(), self.anchor_end,
-                           self.invalid_lines, int(self.torn_tail), self.inode])
+        return json.dumps(
+            [
+                self.offset,
+                self.crc,
+                self.anchor.hex(),
+                self.anchor_end,
+                self.invalid_lines,
+                int(self.torn_tail),
+                self.inode,
+            ]
+        )
 
     @classmethod
     def loads(cls, text: str) -> "FileState":
@@ -800,16 +920,20 @@ class LogReader:
         counts = {key: int(value) for key, value in saved.items() if isinstance(value, int)}
         self.index.set_counters(counts)
         self.generation = counts.get("generation", 0)
-        self.files = {name: FileState.loads(text)
-                      for name, text in db.execute("SELECT name, state FROM files")}
+        self.files = {
+            name: FileState.loads(text)
+            for name, text in db.execute("SELECT name, state FROM files")
+        }
 
     def _save(self) -> None:
         db = self.index.db
         values: dict[str, object] = {"generation": self.generation, **self.index.counters()}
         db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", values.items())
         db.execute("DELETE FROM files")
-        db.executemany("INSERT INTO files VALUES (?, ?)",
-                       [(name, state.dumps()) for name, state in self.files.items()])
+        db.executemany(
+            "INSERT INTO files VALUES (?, ?)",
+            [(name, state.dumps()) for name, state in self.files.items()],
+        )
 
     # -- what the files held -----------------------------------------------------------------
 
@@ -838,8 +962,7 @@ class LogReader:
             if state is None:
                 continue
             if view.size < state.offset:
-                if view.inode is not None and state.inode is not None \
-                        and view.inode != state.inode:
+                if view.inode is not None and state.inode is not None and view.inode != state.inode:
                     return f"{name} was replaced by a shorter file"
                 since = self._short_since.get(name)
                 if since is not None and time.monotonic() - since >= self._rewrite_after:
@@ -905,7 +1028,9 @@ class LogReader:
         assert not data or data.endswith(b"\n"), "a folded file holds whole lines"
         last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
         self.files[name] = FileState(
-            offset=len(data), crc=zlib.crc32(data), anchor=data[last_start:],
+            offset=len(data),
+            crc=zlib.crc32(data),
+            anchor=data[last_start:],
             anchor_end=len(data),
         )
         self._verified.add(name)
@@ -928,10 +1053,13 @@ class LogReader:
         db.execute(
             "INSERT INTO file_lines SELECT ?, COALESCE(SUM(live), 0), 0 FROM file_lines "
             "WHERE file IN (SELECT value FROM json_each(?)) ON CONFLICT (file) DO UPDATE SET "
-            "live = excluded.live, dead = 0", (into, every),
+            "live = excluded.live, dead = 0",
+            (into, every),
         )
-        db.execute("DELETE FROM file_lines WHERE file IN (SELECT value FROM json_each(?))",
-                   (json.dumps(folded),))
+        db.execute(
+            "DELETE FROM file_lines WHERE file IN (SELECT value FROM json_each(?))",
+            (json.dumps(folded),),
+        )
 
     @property
     def waiting(self) -> bool:

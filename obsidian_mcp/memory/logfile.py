@@ -235,8 +235,11 @@ class RestAccess:
 
     async def listing(self, folder: str) -> list[str]:
         prefix = f"{folder}/" if folder else ""
-        return [prefix + child for child in await self._rest.list_folder(folder)
-                if not child.endswith("/")]
+        return [
+            prefix + child
+            for child in await self._rest.list_folder(folder)
+            if not child.endswith("/")
+        ]
 
     async def get(self, name: str) -> bytes | None:
         try:
@@ -268,8 +271,11 @@ class RestAccess:
             missing = [line for line in lines if line not in content]
             if not missing:
                 return
-            logger.warning("memory append unconfirmed (%s); sending %d line(s) again",
-                           type(failure).__name__, len(missing))
+            logger.warning(
+                "memory append unconfirmed (%s); sending %d line(s) again",
+                type(failure).__name__,
+                len(missing),
+            )
             try:
                 await self._rest.append(name, b"".join(missing).decode("utf-8"))
                 return
@@ -282,8 +288,10 @@ class RestAccess:
         # The plugin writes in place (truncate, then write): only a read-back proves the
         # file whole before the folded files are removed.
         if await self.get(name) != data:
-            raise VaultError(f"The folded memory file {name} did not read back whole; the "
-                             "files it folds are kept.")
+            raise VaultError(
+                f"The folded memory file {name} did not read back whole; the "
+                "files it folds are kept."
+            )
 
     async def remove(self, name: str) -> None:
         await self._rest.delete(name)
@@ -318,10 +326,14 @@ class MemoryLog:
         every file in the writers' folder."""
         files = self._files
         beside = await self._access.listing(files.legacy_folder)
-        legacy = [name for name in beside if name == files.legacy
-                  or files.is_legacy_copy(name.rsplit("/", 1)[-1])]
-        writers = [name for name in await self._access.listing(files.folder)
-                   if name.endswith(".jsonl")]
+        legacy = [
+            name
+            for name in beside
+            if name == files.legacy or files.is_legacy_copy(name.rsplit("/", 1)[-1])
+        ]
+        writers = [
+            name for name in await self._access.listing(files.folder) if name.endswith(".jsonl")
+        ]
         return sorted(legacy + writers)
 
     async def refresh(self, reader: LogReader, *, force: bool = False) -> LogReader:
@@ -374,9 +386,14 @@ class MemoryLog:
             return self.own
         slot = await anyio.to_thread.run_sync(self._locks.claim)
         self._slot = slot
-        generations = [writer.generation for name in await self.names()
-                       if (writer := writer_of(name)) is not None and writer.exact
-                       and writer.device == self._device and writer.slot == slot]
+        generations = [
+            writer.generation
+            for name in await self.names()
+            if (writer := writer_of(name)) is not None
+            and writer.exact
+            and writer.device == self._device
+            and writer.slot == slot
+        ]
         self.own = self._files.writer_name(self._device, slot, max(generations, default=0))
         logger.info("memory: this process writes %s", self.own)
         return self.own
@@ -448,7 +465,8 @@ class MemoryLog:
     ) -> tuple[LogReader, Compaction]:
         views = await self._access.views(inputs)
         contents = await anyio.to_thread.run_sync(
-            lambda: {name: view.read(0, view.size) for name, view in views.items()})
+            lambda: {name: view.read(0, view.size) for name, view in views.items()}
+        )
 
         def keep() -> bytes:
             with reader.reading():
@@ -458,7 +476,8 @@ class MemoryLog:
         if rewrite_own:
             assert self._slot is not None
             generations = [
-                writer.generation for name in [own, *inputs]
+                writer.generation
+                for name in [own, *inputs]
                 if (writer := writer_of(name)) is not None and writer.slot == self._slot
             ]
             target = self._files.writer_name(self._device, self._slot, max(generations) + 1)

@@ -140,7 +140,8 @@ def cached_vectors(
         part = hashes[first : first + 500]
         rows = db.execute(
             f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN "
-            f"({', '.join('?' * len(part))})", [model_id, *part],
+            f"({', '.join('?' * len(part))})",
+            [model_id, *part],
         )
         for content_hash, blob in rows:
             found[content_hash] = np.frombuffer(blob, dtype=np.float32)

@@ -159,8 +159,7 @@ def normalize_tag(raw: str) -> str:
         )
     if len(tag) > MAX_TAG_CHARS:
         raise InvalidArgument(
-            f"The tag {excerpt(raw)} is longer than {MAX_TAG_CHARS} characters; use a short "
-            "label."
+            f"The tag {excerpt(raw)} is longer than {MAX_TAG_CHARS} characters; use a short label."
         )
     if not _TAG.match(tag):
         suggestion = "-".join(re.findall(r"[\w/-]+", tag)) or "a-single-word"

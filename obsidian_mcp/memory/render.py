@@ -86,7 +86,10 @@ def _when(memory: Memory, now: datetime) -> list[str]:
 
 
 def format_memory(
-    memory: Memory, now: datetime, *, max_field: int | None = None,
+    memory: Memory,
+    now: datetime,
+    *,
+    max_field: int | None = None,
     replaced_by: str | None = None,
 ) -> str:
     """One memory in three short lines: id, age, type, scope and tags; content; why,
@@ -115,8 +118,10 @@ def format_memory(
 
 def summary_line(recall: Recall) -> str:
     if recall.no_match:
-        return (f"No memory is about that ({' '.join(recall.criteria)}); the nearest follow, "
-                "weak. Next: other words, tags, or vault_semantic_query on the notes.")
+        return (
+            f"No memory is about that ({' '.join(recall.criteria)}); the nearest follow, "
+            "weak. Next: other words, tags, or vault_semantic_query on the notes."
+        )
     what = " ".join([_memories(recall.total), *recall.criteria])
     if recall.newest is None or recall.oldest is None:
         return what
@@ -170,8 +175,7 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
             # content, context, tags, and the source (shown twice, as link and path). Each
             # keeps a readable minimum, so a tiny budget still says what the memory is.
             squeezed = max(max(budget, 0) * 4 // 5, _MIN_FIELD_CHARS)
-            text = format_memory(memory, recall.now, max_field=squeezed,
-                                 replaced_by=replaced_by)
+            text = format_memory(memory, recall.now, max_field=squeezed, replaced_by=replaced_by)
             cost = estimate_tokens(text) + 1
         shown.append(text)
         budget -= cost
@@ -286,8 +290,7 @@ def render_overview(
 def render_forgotten(record: Record, now: datetime) -> str:
     """What vault_forget answers: what it forgot, or that it was forgotten before."""
     if isinstance(record, Tombstone):
-        return (f"{record.id} was already forgotten ({age(record.ts, now)}); nothing "
-                "changed.")
+        return f"{record.id} was already forgotten ({age(record.ts, now)}); nothing changed."
     return "Forgot:\n" + format_memory(record, now)
 
 
@@ -297,14 +300,20 @@ def render_remembered(result: Remembered, now: datetime) -> str:
     memory = result.memory
     tag_list = ", ".join(repr(tag) for tag in memory.tags)
     recall = f"vault_recall(tags=[{tag_list}]" + (
-        f", scope={memory.scope!r})" if memory.scope else ")")
+        f", scope={memory.scope!r})" if memory.scope else ")"
+    )
     if not result.created:
-        return (f"Already remembered as {memory.id} (same content, tags and scope); nothing "
-                f"written. Recall with {recall}.")
+        return (
+            f"Already remembered as {memory.id} (same content, tags and scope); nothing "
+            f"written. Recall with {recall}."
+        )
     lines = [f"Remembered as {memory.id}. Recall with {recall}."]
     if result.superseded:
-        lines.append("It replaces " + ", ".join(old.id for old in result.superseded)
-                     + "; recall shows them only with include_superseded=true.")
+        lines.append(
+            "It replaces "
+            + ", ".join(old.id for old in result.superseded)
+            + "; recall shows them only with include_superseded=true."
+        )
     near = result.near_duplicate
     if near is not None:
         lines.append(
@@ -314,8 +323,9 @@ def render_remembered(result: Remembered, now: datetime) -> str:
         )
     if result.similar:
         lines.append("Closest stored:")
-        lines += [f"- {close.memory.id} ({close.score:.2f}) "
-                  f"{_clip(' '.join(close.memory.content.split()), 120)}"
-                  for close in result.similar]
+        lines += [
+            f"- {close.memory.id} ({close.score:.2f}) "
+            f"{_clip(' '.join(close.memory.content.split()), 120)}"
+            for close in result.similar
+        ]
     return "\n".join(lines)
-

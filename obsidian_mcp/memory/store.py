@@ -276,8 +276,9 @@ class MemoryStore:
             return open_cache(cache)
         except (OSError, sqlite3.Error) as exc:
             # The cache only saves time: without it every process reads the file again.
-            logger.warning("memory cache %s cannot be used (%s); keeping the index in memory",
-                           cache, exc)
+            logger.warning(
+                "memory cache %s cannot be used (%s); keeping the index in memory", cache, exc
+            )
             self._cache = None
             return open_cache(None)
 
@@ -302,8 +303,10 @@ class MemoryStore:
         return answer
 
     def _notice_unembedded(self) -> None:
-        behind = (self._vectors.generation != self._reader.generation
-                  or self._vectors.through_slot < self._reader.index.next_slot)
+        behind = (
+            self._vectors.generation != self._reader.generation
+            or self._vectors.through_slot < self._reader.index.next_slot
+        )
         if behind:
             self._more_to_embed.set()
 
@@ -336,11 +339,13 @@ class MemoryStore:
         return dropped >= max(self._compact_min_dead, kept)
 
     async def _compact(self, *, rewrite_own: bool = True) -> Compaction:
-        self._reader, report = await self._file().compact(self._reader,
-                                                           rewrite_own=rewrite_own)
+        self._reader, report = await self._file().compact(self._reader, rewrite_own=rewrite_own)
         logger.info(
             "memory files compacted: %d folded, %d lines kept, %d dropped, %d -> %d bytes",
-            report.files_folded, report.kept, report.dropped_lines, report.bytes_before,
+            report.files_folded,
+            report.kept,
+            report.dropped_lines,
+            report.bytes_before,
             report.bytes_after,
         )
         return report
@@ -388,8 +393,18 @@ class MemoryStore:
             memory_id = self._ids.make(now)
             while memory_id in index:  # another process minted it in the same millisecond
                 memory_id = self._ids.make(now)
-            memory = Memory(memory_id, now, text, clean_tags, why, kind, clean_source,
-                            clean_scope, when, replaced_ids)
+            memory = Memory(
+                memory_id,
+                now,
+                text,
+                clean_tags,
+                why,
+                kind,
+                clean_source,
+                clean_scope,
+                when,
+                replaced_ids,
+            )
             stored.append(memory)
             return [memory]
 
@@ -401,9 +416,7 @@ class MemoryStore:
         return Remembered(stored[0], created=bool(written), similar=similar, superseded=replaced)
 
     @staticmethod
-    def _replaced(
-        index: MemoryIndex, ids: tuple[str, ...], scope: str | None
-    ) -> list[Memory]:
+    def _replaced(index: MemoryIndex, ids: tuple[str, ...], scope: str | None) -> list[Memory]:
         """The memories `ids` name, checked: each must be stored, not forgotten, and visible
         in this scope."""
         found: list[Memory] = []
@@ -423,8 +436,9 @@ class MemoryStore:
                 raise InvalidArgument(
                     f"supersedes names {memory_id!r}, a memory of {where}: a fact is replaced "
                     f"within its scope, so that no one else loses it. Remember the new fact "
-                    f"with scope={record.scope!r}" + (" (or leave scope out)" if not record.scope
-                                                      else "") + " to replace it."
+                    f"with scope={record.scope!r}"
+                    + (" (or leave scope out)" if not record.scope else "")
+                    + " to replace it."
                 )
             found.append(record)
         return found
@@ -436,8 +450,11 @@ class MemoryStore:
         wanted = Query(scope=scope)
         among = index.meanings(wanted) if wanted.filtered else None
         nearest = self._vectors.nearest(vector, among, floor=SIMILAR_FLOOR)
-        found = [Similar(m, nearest[content_hash(m.content)])
-                 for m in index.with_meanings(wanted, nearest) if m.id not in skip]
+        found = [
+            Similar(m, nearest[content_hash(m.content)])
+            for m in index.with_meanings(wanted, nearest)
+            if m.id not in skip
+        ]
         found.sort(key=lambda close: close.score, reverse=True)
         return found[:_SIMILAR_SHOWN]
 
@@ -491,12 +508,14 @@ class MemoryStore:
         start, end = window(time_range, since, until, now)
         criteria = _criteria(clean_tags, all_tags, text, kind, clean_scope)
         criteria += describe_window(time_range, since, until)
-        wanted = Query(frozenset(clean_tags), all_tags, text, start, end, kind, clean_scope,
-                       include_superseded)
+        wanted = Query(
+            frozenset(clean_tags), all_tags, text, start, end, kind, clean_scope, include_superseded
+        )
         # The query's vector needs no lock: the model is loaded once and never changes.
         query_vector = (
             await self._vectors.embed([text])
-            if text and self._vectors.embedder is not None else None
+            if text and self._vectors.embedder is not None
+            else None
         )
 
         def question(index: MemoryIndex) -> Recall:
@@ -509,7 +528,7 @@ class MemoryStore:
                 similar = {h: score for h, score in similar.items() if score >= MEANING_FLOOR}
             selection = index.select(wanted, limit, similar)
             shown = selection.ranked
-            replaced = (index.replacements(m.id for m in shown) if include_superseded else {})
+            replaced = index.replacements(m.id for m in shown) if include_superseded else {}
             # Meaning says nothing here is about the query (words alone cannot say it).
             no_match = best is not None and best < NO_MATCH_FLOOR
             return Recall(
@@ -520,10 +539,16 @@ class MemoryStore:
                 criteria=criteria,
                 now=now,
                 # Said only when nothing matched: a count of every memory is a scan.
-                store_size=(index.live_count if clean_scope is None or selection.total
-                            else index.count(Query(scope=clean_scope))),
-                known_tags=(index.tag_counts(clean_scope)[:_SUGGESTED_TAGS]
-                            if not selection.total or no_match else []),
+                store_size=(
+                    index.live_count
+                    if clean_scope is None or selection.total
+                    else index.count(Query(scope=clean_scope))
+                ),
+                known_tags=(
+                    index.tag_counts(clean_scope)[:_SUGGESTED_TAGS]
+                    if not selection.total or no_match
+                    else []
+                ),
                 meaning_note=self._meaning_note(index) if text else None,
                 no_match=no_match,
                 best_score=best,

@@ -146,6 +146,7 @@ def age(ts: datetime, now: datetime) -> str:
 
 # -- when a memory happened ------------------------------------------------------------------
 
+
 def resolve_occurred(text: str, now: datetime) -> str:
     """When a memory happened, resolved against `now` (so 'yesterday' stays the day it
     meant) and stored as an ISO date, or as a UTC date and time when a time was given."""

@@ -21,8 +21,11 @@ HEADER = (
 
 def _line(memory: Memory) -> str:
     written = memory.ts.astimezone().date().isoformat()  # the user's calendar
-    when = f"{memory.occurred[:10]} (written {written})" if memory.occurred and \
-        memory.occurred[:10] != written else written
+    when = (
+        f"{memory.occurred[:10]} (written {written})"
+        if memory.occurred and memory.occurred[:10] != written
+        else written
+    )
     extra = f" · also #{' #'.join(memory.tags[1:])}" if len(memory.tags) > 1 else ""
     why = f" — {memory.context}" if memory.context else ""
     replaces = f" · replaces {', '.join(memory.supersedes)}" if memory.supersedes else ""
@@ -41,8 +44,9 @@ def render_view(memories: list[Memory], now: datetime) -> str:
         tags = by_scope[scope]
         for tag in sorted(tags):
             lines += ["", f"### #{tag}" if tag else "### (no tag)"]
-            ordered = sorted(tags[tag], key=lambda m: (m.occurred or format_ts(m.ts), m.id),
-                             reverse=True)
+            ordered = sorted(
+                tags[tag], key=lambda m: (m.occurred or format_ts(m.ts), m.id), reverse=True
+            )
             lines += [_line(memory) for memory in ordered]
     if not memories:
         lines += ["", "Nothing is remembered yet."]

@@ -245,7 +245,8 @@ def merged_search(
     contexts: dict[str, FileContext] = {group.context.path: group.context for group in groups}
     matches = {group.context.path: group.matches for group in groups if group.matches is not None}
     leading = max(
-        (i for i in range(len(results)) if weighed[i]), key=lambda i: weighed[i][0].score,
+        (i for i in range(len(results)) if weighed[i]),
+        key=lambda i: weighed[i][0].score,
         default=0,
     )
     frame = replace(

@@ -137,4 +137,3 @@ async def quick_context(
         previews=tuple(previews),
         max_tokens=budget,
     )
-

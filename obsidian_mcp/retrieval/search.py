@@ -488,6 +488,7 @@ class Retriever:
                     with_gist=include_context,
                     replaced=self.currency.label(self.corpus, record),
                 )
+
         def parsed_of(path: str) -> ParsedNote | None:
             record = self.corpus.record(path)
             return None if record is None else record.parsed

@@ -84,6 +84,4 @@ def match_strength(
     vectors: "PassageVectors | None",
     weighted: Sequence[tuple[str, float]],
 ) -> MatchStrength:
-    return by_meaning(corpus, candidates, vectors) or by_words(
-        corpus, candidates.keyword, weighted
-    )
+    return by_meaning(corpus, candidates, vectors) or by_words(corpus, candidates.keyword, weighted)

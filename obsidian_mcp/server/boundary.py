@@ -381,8 +381,10 @@ class VaultServer(MCPServer[AppState]):
         prompt = self._prompt_manager.get_prompt(name)
         if prompt is None:
             known = [p.name for p in self._prompt_manager.list_prompts()]
-            raise MCPError(INVALID_PARAMS, f"No prompt named {excerpt(name)}; the prompts: "
-                           + ", ".join(known) + ".")
+            raise MCPError(
+                INVALID_PARAMS,
+                f"No prompt named {excerpt(name)}; the prompts: " + ", ".join(known) + ".",
+            )
         missing = [
             argument
             for argument in prompt.arguments or []

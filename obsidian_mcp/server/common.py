@@ -51,6 +51,7 @@ R = TypeVar("R")
 # The memory tools' calls that memory replies suggest (`memory.render`).
 _MEMORY_CALL = re.compile(r"\bvault_(?:recall|forget|remember)\(")
 
+
 def _one_as_list(value: object) -> object:
     return [value] if isinstance(value, str) else value
 

@@ -22,8 +22,10 @@ async def _memory_status(services: VaultServices) -> dict[str, object]:
         return {"problem": str(exc)}
     except Exception as exc:
         logger.exception("memory status failed")
-        return {"problem": f"the memory file could not be read ({type(exc).__name__}); see "
-                "the server's log."}
+        return {
+            "problem": f"the memory file could not be read ({type(exc).__name__}); see "
+            "the server's log."
+        }
 
 
 async def _vault_status(served: ServedVault) -> dict[str, object]:

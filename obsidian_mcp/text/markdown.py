@@ -179,7 +179,10 @@ _CODE_BLOCKS = frozenset({"fence", "code_block", "math"})
 # markdown-it counts "\r\n", a lone "\r" and "\n" as one line break each.
 _LINE_BREAK_RE = re.compile(r"\r\n?|\n")
 _NOT_LINE_BREAK_RE = re.compile(r"[^\r\n]")
-_FRONTMATTER_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r\n?|\n|\Z)", re.MULTILINE)
+# `---` alone on the first line and on a later one (spaces after it allowed), whatever the
+# line breaks: CRLF, LF, or the lone CR of old Mac files.
+_FRONTMATTER_OPEN_RE = re.compile(r"---[ \t]*(?:\r\n?|\n)")
+_FRONTMATTER_CLOSE_RE = re.compile(r"(?:(?<=\n)|(?<=\r))---[ \t]*(?:\r\n?|\n|\Z)")
 # A backtick run, then the shortest text up to a run of the same length; a blank line
 # ends the paragraph and so the chance to close. Possessive chunks keep unclosed runs
 # linear.
@@ -279,12 +282,10 @@ def split_frontmatter(content: str) -> tuple[str | None, int]:
     """The YAML text of the frontmatter block (None without one) and where the body starts
     (after a byte order mark, which Obsidian does not show either)."""
     text_start = 1 if content.startswith(BYTE_ORDER_MARK) else 0
-    if content.startswith("---\n", text_start):
-        yaml_start = text_start + 4
-    elif content.startswith("---\r\n", text_start):
-        yaml_start = text_start + 5
-    else:
+    opening = _FRONTMATTER_OPEN_RE.match(content, text_start)
+    if opening is None:
         return None, text_start
+    yaml_start = opening.end()
     closing = _FRONTMATTER_CLOSE_RE.search(content, yaml_start)
     if closing is None:
         return None, text_start

@@ -354,9 +354,7 @@ def follow_ups(calls: Sequence[LoggedCall]) -> FollowUps:
                         elsewhere,
                     )
                 )
-    return FollowUps(
-        total, dict(sorted(by_tool.items())), misses, dict(sorted(by_vault.items()))
-    )
+    return FollowUps(total, dict(sorted(by_tool.items())), misses, dict(sorted(by_vault.items())))
 
 
 def usage_stats(log: LogContents, since: datetime | None = None) -> UsageStats:
