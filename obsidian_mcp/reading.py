@@ -7,7 +7,6 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 
 import anyio.to_thread
 
@@ -19,8 +18,7 @@ from obsidian_mcp.attachments import (
     attachment_kind,
     pdf_text,
 )
-from obsidian_mcp.editing.lines import split_lines
-from obsidian_mcp.editing.targets import NoteStructure, TargetUnresolved, resolve_target
+from obsidian_mcp.editing.targets import TargetUnresolved, resolve_target, structure_of
 from obsidian_mcp.errors import InvalidArgument, NoteNotFound, NotText
 from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
 from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
@@ -68,14 +66,6 @@ class NoteWindow:
     version: str
     # Where the text came from when it is not a note's ("text of a 3-page PDF ...").
     extracted: str = ""
-
-
-@lru_cache(maxsize=128)
-def structure_cached(path: str, content: str) -> NoteStructure:
-    """Parse once per note text: an agent reads a long note window by window, and every
-    window needs the note's title, tags and the target it names. Keyed by the text
-    itself, so an edited note is parsed afresh."""
-    return NoteStructure.of(path, split_lines(content))
 
 
 def _iso_from_ms(mtime_ms: int) -> str:
@@ -191,7 +181,7 @@ async def read_note_window(
     if attachment_kind(path) is not None:
         return await _pdf_window(vault, path, heading=heading, offset=offset, max_chars=max_chars)
     note = await read_named(vault, path)
-    structure = structure_cached(note.path, note.content)
+    structure = structure_of(note.path, note.content)
     parsed = structure.note
     selected, label = note.content, None
     if heading and heading.strip():
@@ -285,7 +275,7 @@ async def peek_note(vault: Vault, path: str) -> NoteOutline:
     if attachment_kind(path) is not None:
         return await _peek_pdf(vault, path)
     note = await read_named(vault, path)
-    parsed = structure_cached(note.path, note.content).note
+    parsed = structure_of(note.path, note.content).note
     all_paths = list(await vault.note_stats())
     note_links = [link for link in parsed.links if link.target]
     unresolved = sum(

@@ -266,17 +266,27 @@ def _trailing_comment(text: str) -> str:
 def edit(
     text: str, operation: Literal["set", "delete"], key: str, content: str | None
 ) -> tuple[str, str]:
-    """The note's new text and a label of what changed."""
-    key = key.strip()
-    lines = split_lines(text)
-    newline = newline_of(text)
-    span = _frontmatter_span(text)
-    if span is None and lines and lines[0].text.rstrip() == "---":
+    """The note's new text and a label of what changed. Only the frontmatter's lines are
+    split and read: the body, which can be a megabyte, is carried over as it is."""
+    yaml_text, body_start = split_frontmatter(text)
+    first_line = split_lines(text[:100])[:1]
+    if yaml_text is None and first_line and first_line[0].text.rstrip(" \t") == "---":
         raise EditRefused(
             "The note starts with '---' but its frontmatter is never closed by a '---' line, "
             "so Obsidian does not read it as frontmatter; nothing was written. Close it first "
             "(replace_text can add the line)."
         )
+    head = text[:body_start] if yaml_text is not None else ""
+    changed, label = _edit_head(head, newline_of(text), operation, key.strip(), content)
+    return changed + text[len(head) :], label
+
+
+def _edit_head(
+    text: str, newline: str, operation: Literal["set", "delete"], key: str, content: str | None
+) -> tuple[str, str]:
+    """`edit` on the note's frontmatter block alone (`text`: "" for a note without one)."""
+    lines = split_lines(text)
+    span = _frontmatter_span(text)
     value = value_of(content or "") if operation == "set" else None
     if span is None:
         if operation == "delete":

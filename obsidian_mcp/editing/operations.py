@@ -37,7 +37,9 @@ from obsidian_mcp.editing.targets import (
     leaves,
     resolve_block,
     resolve_heading,
+    structure_of,
     target_view,
+    window_structures,
 )
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.text.markdown import (
@@ -279,12 +281,10 @@ def _place(
         placed = [*([blank] if above else []), *texts, *([blank] if below else [])]
         edited = list(lines)
         splice(edited, start, end, placed, newline)
-        found = changed_around(
-            structure,
-            NoteStructure.of(structure.note.path, edited),
-            Splice(start, end + keeps, start + len(placed) + keeps),
-            content_kinds,
+        before, after, moved, first_line = window_structures(
+            structure, edited, Splice(start, end + keeps, start + len(placed) + keeps)
         )
+        found = changed_around(before, after, moved, content_kinds, first_line)
         if found is None:
             return edited
         problem = found
@@ -310,7 +310,7 @@ def _edit_section(path: str, text: str, request: EditRequest, reference: str) ->
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a heading"))
     texts = _lines_to_add(request)
-    structure = NoteStructure.of(path, split_lines(text))
+    structure = structure_of(path, text)
     if request.create_target and not heading_matches(structure, reference):
         structure, target = _create_heading(path, structure, reference)
     else:
@@ -498,7 +498,7 @@ def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> A
     if request.operation not in _SECTION_OPERATIONS:
         raise EditRefused(_wrong_operation(request.operation, "a block id"))
     texts = _lines_to_add(request)
-    structure = NoteStructure.of(path, split_lines(text))
+    structure = structure_of(path, text)
     target = resolve_block(structure, reference)
     if request.operation == "replace" and _as_read(structure, target, texts):
         return Applied(text, target.label())

@@ -12,8 +12,7 @@ taken (issue 34).
 
 import re
 
-from obsidian_mcp.editing.lines import split_lines
-from obsidian_mcp.editing.targets import NoteStructure, heading_matches
+from obsidian_mcp.editing.targets import heading_matches, structure_of
 
 _LABEL_RE = re.compile(r"(.*) \(line ([0-9]+)\)")
 
@@ -25,7 +24,7 @@ WHOLE_NOTE = "*"
 def place_of(path: str, text: str, start: int, end: int) -> str:
     """The place of the text at [start, end) of `text`: the innermost section holding all
     of it."""
-    structure = NoteStructure.of(path, split_lines(text))
+    structure = structure_of(path, text)
     first = structure.line_of(start)
     last = structure.line_of(end - 1) if end > start else first
     headings = structure.headings()
@@ -41,7 +40,7 @@ def region_of(path: str, text: str, place: str) -> tuple[int, int] | None:
     path is left and no heading stands where it stood (renamed and moved, or removed)."""
     if place == WHOLE_NOTE:
         return 0, len(text)
-    structure = NoteStructure.of(path, split_lines(text))
+    structure = structure_of(path, text)
     headings = structure.headings()
     if not place:
         end = structure.line_starts[headings[0].heading_line] if headings else len(text)

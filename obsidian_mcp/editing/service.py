@@ -37,6 +37,7 @@ from obsidian_mcp.editing.targets import (
     TargetUnresolved,
     heading_matches,
     resolve_target,
+    structure_of,
 )
 from obsidian_mcp.errors import NoteNotFound
 from obsidian_mcp.limits import excerpt
@@ -196,7 +197,9 @@ class Editor:
             old[span.start : span.old_end],
             new[span.start : span.new_end],
             context_around(new, span.start, span.new_end),
-            place_of(path, new, span.start, span.new_end),
+            # The section as the text stood before (its parse kept from the read): what
+            # stood there is where the new text went.
+            place_of(path, old, span.start, span.old_end),
         )
 
     def _wrote(self, path: str, text: str | None) -> None:
@@ -422,7 +425,7 @@ def _windowed(path: str, text: str, request: EditRequest, window: tuple[int, int
     """`replace` with the version of a cut read: the content replaces that window of the
     target's text (as the read returned it) and the rest of the target stays, so a part
     read is never taken for the whole."""
-    structure = NoteStructure.of(path, split_lines(text))
+    structure = structure_of(path, text)
     try:
         view = structure.text_of(resolve_target(structure, request.target or ""))
     except TargetUnresolved as exc:

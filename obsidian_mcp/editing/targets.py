@@ -17,8 +17,9 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from obsidian_mcp.editing.lines import Line, join_lines
+from obsidian_mcp.editing.lines import Line, join_lines, split_lines
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.text.markdown import (
@@ -133,6 +134,7 @@ class NoteStructure:
     blocks: tuple[Block, ...]
     lines: tuple[Line, ...]
     line_starts: list[int]
+    block_starts: list[int]  # each top-level block's first line, in order
 
     @classmethod
     def of(cls, path: str, lines: Sequence[Line]) -> "NoteStructure":
@@ -142,7 +144,7 @@ class NoteStructure:
             starts.append(offset)
             offset += len(line.text) + len(line.ending)
         note, blocks = parse_structure(path, join_lines(lines))
-        return cls(note, blocks, tuple(lines), starts)
+        return cls(note, blocks, tuple(lines), starts, [block.first_line for block in blocks])
 
     def line_of(self, offset: int) -> int:
         """The line an offset falls in; the end of the text is one past the last line."""
@@ -173,7 +175,7 @@ class NoteStructure:
         )
 
     def _blocks_between(self, first: int, end: int) -> Sequence[Block]:
-        starts = [block.first_line for block in self.blocks]
+        starts = self.block_starts
         return self.blocks[bisect_left(starts, first) : bisect_left(starts, end)]
 
     def body_blocks(self, target: HeadingTarget) -> list[Block]:
@@ -205,6 +207,47 @@ def _outline(headings: list[HeadingTarget]) -> str:
     listed = "; ".join(h.label() for h in headings[:_LISTED_HEADINGS])
     more = len(headings) - _LISTED_HEADINGS
     return f"Its headings: {listed}" + (f"; and {more} more." if more > 0 else ".")
+
+
+@lru_cache(maxsize=16)
+def structure_of(path: str, text: str) -> NoteStructure:
+    """The note's structure, parsed once per text: the read that handed out a version and
+    the edit that brings it back share one parse (a 1 MB note takes over a second)."""
+    return NoteStructure.of(path, split_lines(text))
+
+
+def window_structures(
+    before: NoteStructure, edited: Sequence[Line], splice: "Splice"
+) -> tuple[NoteStructure, NoteStructure, "Splice", int]:
+    """The structures `changed_around` compares, parsed over a window of whole top-level
+    blocks around the splice (one more block on each side than it touches, which must
+    read the same before and after), with the splice and the window's first line; the
+    whole note where a window cannot be trusted: a block never closed, or a window that
+    starts with a line the parse could take for frontmatter. An edit touches its blocks'
+    neighbours at most: what the window holds decides what the whole note would."""
+
+    def whole() -> tuple[NoteStructure, NoteStructure, Splice, int]:
+        return before, NoteStructure.of(before.note.path, edited), splice, 0
+
+    blocks, starts = before.blocks, before.block_starts
+    if not blocks or any(not block.closed for block in blocks):
+        return whole()
+    first = max(bisect_right(starts, splice.start) - 2, 0)
+    last = min(bisect_left(starts, splice.old_end) + 1, len(blocks) - 1)
+    start = max(blocks[first].first_line, before.body_line)
+    end = blocks[last].end_line if last >= first else len(before.lines)
+    end = max(end, splice.old_end)
+    if start == 0 or before.lines[start].text.lstrip("\ufeff").startswith("---"):
+        return whole()
+    shift = splice.new_end - splice.old_end
+    window_before = NoteStructure.of(before.note.path, before.lines[start:end])
+    window_after = NoteStructure.of(before.note.path, edited[start : end + shift])
+    same = [(b.first_line - start, b.end_line - start, b.kind) for b in blocks[first : last + 1]]
+    read = [(b.first_line, b.end_line, b.kind) for b in window_before.blocks]
+    if read != same or any(not block.closed for block in window_after.blocks):
+        return whole()
+    moved = Splice(splice.start - start, splice.old_end - start, splice.new_end - start)
+    return window_before, window_after, moved, start
 
 
 def target_view(target: Target) -> tuple[int, int]:
@@ -414,7 +457,11 @@ class Splice:
 
 
 def changed_around(
-    before: NoteStructure, after: NoteStructure, splice: Splice, content_kinds: Sequence[str]
+    before: NoteStructure,
+    after: NoteStructure,
+    splice: Splice,
+    content_kinds: Sequence[str],
+    first_line: int = 0,
 ) -> str | None:
     """What an edit would change outside its own lines, or None when nothing: every block
     it did not replace must keep its lines and kind in the same containers (a paragraph
@@ -431,7 +478,7 @@ def changed_around(
         if inside:
             continue
         if _moved_leaf(leaf, splice) not in new_leaves:
-            return _broken(before, after, leaf, splice)
+            return _broken(before, after, leaf, splice, first_line)
     placed = [
         leaf
         for leaf in leaves(after.blocks)
@@ -441,7 +488,7 @@ def changed_around(
         if leaf.first_line < splice.start or leaf.end_line > splice.new_end:
             return (
                 f"the new text would run into the {_KIND_NAMES[leaf.kind]} at line "
-                f"{leaf.first_line + 1}"
+                f"{first_line + leaf.first_line + 1}"
             )
     kinds = [leaf.kind for leaf in placed]
     if kinds != list(content_kinds) and not _continues_table(kinds, content_kinds):
@@ -478,17 +525,21 @@ def _or(line: int | None, default: int) -> int:
     return default if line is None else line
 
 
-def _broken(before: NoteStructure, after: NoteStructure, leaf: Leaf, splice: Splice) -> str:
-    """Why a block around the edit would read differently, in words the agent can act on."""
+def _broken(
+    before: NoteStructure, after: NoteStructure, leaf: Leaf, splice: Splice, first_line: int
+) -> str:
+    """Why a block around the edit would read differently, in words the agent can act on
+    (line numbers counted from `first_line`, where the structures' window starts)."""
     for block in before.blocks:
         # Never closed, a fence, $$ or %% at the top level runs to the end of the note.
         if not block.closed and block.first_line < splice.start:
             return (
                 f"it would go inside the {_KIND_NAMES[block.kind]} opened at line "
-                f"{block.first_line + 1} and never closed, where it would not read as text "
-                f"(close that block with a {_UNCLOSED_NAMES[block.kind]} line first)"
+                f"{first_line + block.first_line + 1} and never closed, where it would not "
+                f"read as text (close that block with a {_UNCLOSED_NAMES[block.kind]} line "
+                "first)"
             )
-    name = f"the {_KIND_NAMES[leaf.kind]} at line {leaf.first_line + 1}"
+    name = f"the {_KIND_NAMES[leaf.kind]} at line {first_line + leaf.first_line + 1}"
     first = splice.moved(leaf.first_line)
     now = next(
         (
