@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -86,6 +87,11 @@ def two_vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoVaults]:
         (work / note).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(LEDGERLINE / note, work / note)
     (work / "Home.md").write_text(WORK_HOME, "utf-8")
+    # Written an hour ago, as the copied notes are: nobody is typing in them, so an edit
+    # is not told to wait (through the REST API alone it would be, even with force).
+    long_ago = time.time() - 3600
+    for note in work.rglob("*.md"):
+        os.utime(note, (long_ago, long_ago))
     # The plugin made its certificate while it listened on 127.0.0.1; it keeps it when the
     # binding host changes, so the certificate does not name the address it answers on.
     cert = generate_certificate(root / "cert")
@@ -335,6 +341,35 @@ async def test_an_edit_and_its_undo_stay_in_their_vault(
     await call(client, "vault_undo_edit", edit_id=edit_id[1])
     assert (two_vaults.work / "Home.md").read_text("utf-8") == WORK_HOME
     assert (two_vaults.lore / "Home.md").read_bytes() == lore_home
+
+
+async def test_a_misspelt_vault_prefix_is_refused_and_nothing_is_written(
+    client: Client, two_vaults: TwoVaults
+) -> None:
+    """Issue 35, item 6: text before the first colon names a vault, or is a real path in
+    the vaults in scope, or is refused with the names; it is never part of a note name."""
+    before = sorted(p.relative_to(two_vaults.lore) for p in two_vaults.lore.rglob("*"))
+    for tool, arguments in (
+        ("vault_read_note", {"path": "jornal:Home.md"}),
+        ("vault_read_note", {"path": "Ledger:Home.md", "vault": "work"}),
+        ("vault_peek_file", {"path": "x:Rook"}),
+        (
+            "vault_edit_note",
+            {"path": "jornal:Plans/New idea.md", "operation": "create", "content": "idea"},
+        ),
+        ("vault_smart_search", {"query": "lamp", "folder": "jornal:Journal"}),
+        ("vault_tree", {"folder": "jornal:Journal"}),
+    ):
+        answer = await refused(client, tool, **arguments)
+        assert "which names no vault (the vaults are lore, work)" in answer, (tool, answer)
+    assert sorted(p.relative_to(two_vaults.lore) for p in two_vaults.lore.rglob("*")) == before
+    # A real note whose name holds a colon is that note, shown with its vault's name.
+    (two_vaults.lore / "10:30 standup.md").write_text("# Standup\n\nShip it.\n", "utf-8")
+    try:
+        standup = await call(client, "vault_read_note", path="10:30 standup.md")
+        assert standup.startswith("lore:10:30 standup.md") and "Ship it." in standup
+    finally:
+        (two_vaults.lore / "10:30 standup.md").unlink()
 
 
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:

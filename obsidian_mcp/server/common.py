@@ -107,6 +107,35 @@ def _vault_named(state: AppState, vault: str | None, path: str) -> tuple[ServedV
     return (state.served(prefixed) if prefixed is not None else named), rest
 
 
+async def _refuse_an_unknown_vault(state: AppState, calls: Sequence[VaultCall], path: str) -> None:
+    """A path or folder whose first name holds a colon names a vault, else nothing: text
+    before the colon that names no vault is that path only where the vaults in scope hold
+    it exactly (a note `10:30 standup.md`), and otherwise refused with the vault names, so
+    a misspelt prefix never reads, searches or writes in another vault."""
+    head, colon, _ = path.partition(":")
+    if not colon or "/" in head:
+        return
+    wanted = path.strip("/")
+    for call in calls:
+        try:
+            stats = await call.services.vault.note_stats()
+        except VaultError:
+            continue
+        if (
+            wanted in stats
+            or wanted + ".md" in stats
+            or any(name.startswith(wanted + "/") for name in stats)
+        ):
+            return
+    names = ", ".join(v.name for v in state.vaults)
+    raise InvalidArgument(
+        f"{excerpt(path)} starts with {excerpt(head + ':')}, which names no vault (the vaults "
+        f"are {names}), and no note or folder of that name exists. Write the vault's name "
+        "before the colon, e.g. " + f"{state.vaults[0].name}:{path.partition(':')[2] or 'Note.md'}"
+        ", or leave the prefix out."
+    )
+
+
 def _call(state: AppState, served: ServedVault, path: str) -> VaultCall:
     """The call on a served vault; why it cannot serve, naming it among several."""
     try:
@@ -176,6 +205,8 @@ async def vault_call(
         state = app_state(ctx)
         served, bare = _vault_named(state, vault, path)
         call = _call(state, served or state.served(), bare)
+        if call.several and bare == path:  # no vault's name before a colon
+            await _refuse_an_unknown_vault(state, [call], bare)
         if call.several:
             vaults_used([call.name])
         try:
@@ -229,14 +260,16 @@ async def search_every_vault(
         except VaultError as exc:
             failures[call.name] = exc
 
+    for each in state.vaults:
+        try:
+            calls.append(_call(state, each, bare))
+        except VaultError as exc:
+            failures[each.name] = exc
+    if state.several and bare == folder:
+        with tool_errors():
+            await _refuse_an_unknown_vault(state, calls, bare)
     async with anyio.create_task_group() as group:
-        for each in state.vaults:
-            try:
-                call = _call(state, each, bare)
-            except VaultError as exc:
-                failures[each.name] = exc
-                continue
-            calls.append(call)
+        for call in calls:
             group.start_soon(run, call)
     vaults_used(call.name for call in calls)
     if not found:
