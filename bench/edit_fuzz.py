@@ -60,8 +60,8 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from obsidian_mcp.editing.operations import EditRequest, Operation, apply_edit
 from obsidian_mcp.editing.lines import split_lines
+from obsidian_mcp.editing.operations import EditRequest, Operation, apply_edit
 from obsidian_mcp.editing.targets import (
     EditRefused,
     NoteStructure,
