@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 from obsidian_mcp.editing.service import Receipt
 from obsidian_mcp.reading import FolderNode, MapRow, NoteOutline, NoteWindow
-from obsidian_mcp.retrieval.packing import FileContext, PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult
 from obsidian_mcp.retrieval.quick_context import Entity
 from obsidian_mcp.retrieval.related import Neighbour, Related
 
@@ -37,6 +37,9 @@ _PATH_FIELDS: dict[type, tuple[str, ...]] = {
     MapRow: ("path",),
     Receipt: ("path", "edit_id"),
     FolderNode: ("path", "notes", "attachments"),
+    # The folder a search covered, as its continuation names it: `journal:Daily`, and
+    # `journal:` for the whole of one vault, so a suggested call searches where this did.
+    SearchResult: ("folder",),
 }
 
 

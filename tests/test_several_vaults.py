@@ -372,6 +372,21 @@ async def test_a_misspelt_vault_prefix_is_refused_and_nothing_is_written(
         (two_vaults.lore / "10:30 standup.md").unlink()
 
 
+async def test_a_searchs_next_call_searches_where_it_did(client: Client) -> None:
+    """Issue 35, item 7: every continuation reads back as shown; following it searches the
+    same vault and folder, never mixing in the other vault."""
+    one_folder = await call(
+        client, "vault_semantic_query", query="lamp", folder="lore:Characters", limit=1
+    )
+    assert 'folder="lore:Characters")' in one_folder
+    one_vault = await call(client, "vault_semantic_query", query="lamp", vault="lore", limit=1)
+    assert 'folder="lore:")' in one_vault
+    exact = await call(client, "vault_smart_search", query="the", vault="work", limit=1)
+    assert 'folder="work:")' in exact
+    everywhere = await call(client, "vault_semantic_query", query="lamp", limit=1)
+    assert "folder=" not in everywhere.partition("next:")[2].partition("vault_read_note")[0]
+
+
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:
     for tool, arguments in (
         ("vault_read_note", {"path": "Home.md"}),

@@ -251,6 +251,8 @@ def merged_search(
     )
     frame = replace(
         results[leading],
+        # Every vault searched one folder: the continuation searches it in every vault.
+        folder=results[leading].folder.partition(":")[2],
         source=_joined([result.source for result in results]),
         source_note="; ".join(f"{name}: {r.source_note}" for name, r in named if r.source_note),
         total_passages=sum(result.total_passages for result in results),
