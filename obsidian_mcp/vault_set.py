@@ -335,6 +335,25 @@ def _check_distinct(vaults: Sequence[NamedVault]) -> None:
                 "one of them."
             )
         sources[identity] = vault.name
+    _refuse_nested([vault for vault in vaults if vault.problem is None])
+
+
+def _refuse_nested(vaults: Sequence[NamedVault]) -> None:
+    """Refuse a vault whose folder is inside another's: the outer vault's searches, tree
+    and reads would show the inner one's notes and memories as its own."""
+    folders = [
+        (vault.name, vault.settings.vault_path.expanduser().resolve())
+        for vault in vaults
+        if vault.settings.vault_path is not None
+    ]
+    for name, folder in folders:
+        for other, outer in folders:
+            if other != name and folder.is_relative_to(outer):
+                raise VaultConfigError(
+                    f"the vault {name} ({folder}) is inside the vault {other} ({outer}): "
+                    f"{other}'s searches would show {name}'s notes and memories as its own. "
+                    f"Serve one of them, or point {name} at a folder outside {outer}."
+                )
 
 
 def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> VaultSet:

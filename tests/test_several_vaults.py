@@ -387,6 +387,24 @@ async def test_a_searchs_next_call_searches_where_it_did(client: Client) -> None
     assert "folder=" not in everywhere.partition("next:")[2].partition("vault_read_note")[0]
 
 
+async def test_a_memory_id_works_as_shown_or_the_refusal_names_its_vault(client: Client) -> None:
+    """Issue 35, item 10: `work:<id>` forgets in work; a bare id the default vault lacks
+    is refused naming the vault that has it."""
+    stored = await call(
+        client,
+        "vault_remember",
+        content="The billing freeze ends Friday",
+        tags=["ops"],
+        vault="work",
+    )
+    found = re.search(r"Remembered as ([0-9a-z]+)\.", stored)
+    assert found is not None, stored
+    memory_id = found.group(1)
+    bare = await refused(client, "vault_forget", id=memory_id)
+    assert f"vault work has it: vault_forget(id='work:{memory_id}')" in bare
+    assert "Forgot" in await call(client, "vault_forget", id=f"work:{memory_id}")
+
+
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:
     for tool, arguments in (
         ("vault_read_note", {"path": "Home.md"}),

@@ -49,7 +49,7 @@ default = true
 
 def test_the_first_vault_is_the_default_and_arguments_add_vaults(tmp_path: Path) -> None:
     settings = _file(tmp_path, '[vaults.work]\npath = "/srv/work"\n')
-    vaults = configured_vaults(settings, [f"home={tmp_path}", str(tmp_path / "Diary")])
+    vaults = configured_vaults(settings, [f"home={tmp_path / 'Home'}", str(tmp_path / "Diary")])
     assert vaults.names == ["work", "home", "Diary"] and vaults.default == "work"
     assert vaults.find("DIARY") is vaults.vaults[2]
 
@@ -61,7 +61,7 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
     monkeypatch.setenv("OBSIDIAN_URL", "https://elsewhere:27124")
     settings = Settings(config=None)
     with caplog.at_level(logging.WARNING):
-        vaults = configured_vaults(settings, [f"a={tmp_path}", f"b={tmp_path / 'b'}"])
+        vaults = configured_vaults(settings, [f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}"])
     assert all(v.settings.api_key is None and v.settings.url is None for v in vaults.vaults)
     assert "OBSIDIAN_API_KEY, OBSIDIAN_URL configure a single vault" in caplog.text
     # One folder on the command line is today's single vault: the environment's API too.
@@ -85,6 +85,10 @@ def test_a_vaults_key_never_goes_to_another_vaults_host(
             "a and b are the same vault (h:27124)",
         ),
         ('[vaults."a:b"]\npath = "x"\n', "cannot hold a colon"),
+        (
+            '[vaults.outer]\npath = "N"\n[vaults.inner]\npath = "N/Characters"\n',
+            "is inside the vault outer",
+        ),
         ('max_tokens = 5\n[vaults.a]\npath = "x"\n', "has 'max_tokens' beside [vaults.NAME]"),
         ("[vaults]\n", "names no vault; add a [vaults.NAME] table"),
         ("[vaults.a\n", "is not valid TOML"),

@@ -234,12 +234,25 @@ async def test_a_name_in_another_unicode_form_is_the_same_note(
     try:
         receipt = await editor.edit(asked, EditRequest("append", "Résumé", "- more"))
         assert receipt.path == stored
-        with pytest.raises(EditRefused, match="another Unicode form"):
+        with pytest.raises(EditRefused, match="case or Unicode form"):
             await editor.edit(asked, EditRequest("create", None, "# Twin\n"))
     finally:
         editor.close()
     assert note.read_text("utf-8").endswith("- more\n")
     assert sorted(p.name for p in note.parent.iterdir()) == [stored.split("/")[1]]
+
+
+@pytest.mark.anyio
+async def test_a_name_in_another_case_is_refused_for_create(tmp_path: Path) -> None:
+    """Issue 34, kind 10: macOS and Windows keep `plan.md` and `Plan.md` in one file."""
+    _place(tmp_path / "casing" / "Plan.md", "# Plan\n")
+    editor = _editor(Vault(None, FolderSource(tmp_path)), tmp_path)
+    try:
+        with pytest.raises(EditRefused, match="at 'casing/Plan.md'.* case or Unicode form"):
+            await editor.edit("casing/plan.md", EditRequest("create", None, "# plan\n"))
+    finally:
+        editor.close()
+    assert sorted(p.name for p in (tmp_path / "casing").iterdir()) == ["Plan.md"]
 
 
 @pytest.mark.anyio

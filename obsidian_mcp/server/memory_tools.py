@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.limits import MAX_FILTER_TAGS, MAX_ID_CHARS, MAX_MOMENT_CHARS, MAX_QUERY_CHARS
 from obsidian_mcp.memory.model import (
     MAX_CONTENT_CHARS,
@@ -28,7 +29,7 @@ from obsidian_mcp.memory.render import (
     render_recall,
     render_remembered,
 )
-from obsidian_mcp.memory.store import MAX_RECALL_LIMIT
+from obsidian_mcp.memory.store import MAX_RECALL_LIMIT, UnknownMemoryId
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.server.app import AppState
@@ -37,6 +38,7 @@ from obsidian_mcp.server.common import (
     MaxTokens,
     OneOrMore,
     OutputFormat,
+    VaultCall,
     VaultName,
     app_state,
     resource_errors,
@@ -97,6 +99,23 @@ def handover_note(paths: Sequence[str]) -> str:
         return (name == "handover", "living" in name, name)
 
     return max(found, key=rank, default=DEFAULT_HANDOVER)
+
+
+async def _vault_holding(state: AppState, call: VaultCall, memory_id: str) -> str | None:
+    """The other vault whose memories hold this id, if one does (several vaults only)."""
+    if not call.several:
+        return None
+    wanted = memory_id.strip().lower()
+    for other in state.vaults:
+        if other.name == call.name or other.services is None:
+            continue
+        try:
+            memories = await other.services.memory.export(include_superseded=True)
+        except VaultError:
+            continue
+        if any(memory.id.lower() == wanted for memory in memories):
+            return other.name
+    return None
 
 
 def register_memory_tools(mcp: MCPServer[AppState]) -> None:
@@ -232,9 +251,19 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         vault: VaultName = None,
     ) -> str:
         """Retire a wrong memory (a changed fact: remember it anew with supersedes)."""
-        async with vault_call(ctx, vault) as call:
+        # With several vaults an id reads back as `vault:id` too, as a path does.
+        async with vault_call(ctx, vault, id) as call:
             memory_store = call.services.memory
-            forgotten = await memory_store.forget(id)
+            try:
+                forgotten = await memory_store.forget(call.path)
+            except UnknownMemoryId:
+                owner = await _vault_holding(app_state(ctx), call, call.path)
+                if owner is None:
+                    raise
+                raise InvalidArgument(
+                    f"No memory has the id {call.path!r} in vault {call.name}; vault {owner} "
+                    f"has it: vault_forget(id='{owner}:{call.path}')."
+                ) from None
         return render_forgotten(forgotten, memory_store.now())
 
     @mcp.resource(
