@@ -248,7 +248,7 @@ async def test_a_name_in_another_case_is_refused_for_create(tmp_path: Path) -> N
     _place(tmp_path / "casing" / "Plan.md", "# Plan\n")
     editor = _editor(Vault(None, FolderSource(tmp_path)), tmp_path)
     try:
-        with pytest.raises(EditRefused, match="at 'casing/Plan.md'.* case or Unicode form"):
+        with pytest.raises(EditRefused, match=r"at 'casing/Plan\.md'.* case or Unicode form"):
             await editor.edit("casing/plan.md", EditRequest("create", None, "# plan\n"))
     finally:
         editor.close()
