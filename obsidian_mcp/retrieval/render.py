@@ -186,7 +186,8 @@ def source_text(source: str) -> str:
 def _first_line(result: SearchResult) -> str:
     label = source_text(result.source)
     line = f"{echo(result.query)} · {label}"
-    if result.folder:
+    # A whole vault of several ("lore:") is in every path shown already.
+    if result.folder and not result.folder.endswith(":"):
         line += f" · folder {result.folder}/"
     if result.source_note:
         line += f" ({result.source_note})"

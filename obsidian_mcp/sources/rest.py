@@ -341,13 +341,15 @@ class RestSource:
 
     def _repin(self, seen: str) -> str:
         """How to trust the certificate seen instead, where the pin came from."""
+        # A running server keeps the pin it started with (issue 35, item 14).
+        restart = ", then restart the server (your MCP client starts it)"
         if self._settings.cert_sha256 is not None:
             return (
                 f"set cert_sha256 (the vault's table, or OBSIDIAN_CERT_SHA256) to {seen} "
                 f"after checking it in Obsidian, or remove it and run `obsidian-mcp trust "
-                f"--url {self.url}`"
+                f"--url {self.url}`{restart}"
             )
-        return f"run `obsidian-mcp trust --url {self.url}` to pin the new one"
+        return f"run `obsidian-mcp trust --url {self.url}` to pin the new one{restart}"
 
     def _check(self, response: httpx.Response, path: str = "") -> httpx.Response:
         status = response.status_code
