@@ -313,8 +313,9 @@ async def _doctor(vaults: VaultSet) -> int:
         report = await run_checks(named.settings, named.problem)
         where = f"{named.name}: " if vaults.several else ""
         for check in report.checks:
-            fix = f" -> {check.fix}" if check.fix else ""
-            print(f"[{_MARKS[check.outcome]}] {where}{check.name}: {check.detail}{fix}")
+            fix = f" -> {named.in_its_terms(check.fix)}" if check.fix else ""
+            detail = named.in_its_terms(check.detail)
+            print(f"[{_MARKS[check.outcome]}] {where}{check.name}: {detail}{fix}")
         print(f"{where}{report.verdict}: {report.summary}")
         worst = max(worst, report.verdict, key=_VERDICT_ORDER.index)
     return _DOCTOR_EXIT[worst]

@@ -60,6 +60,35 @@ class NamedVault:
     # can carry, a pin switched off): the vault is listed and every call on it says this,
     # and no request is made for it; the other vaults are served as usual.
     problem: str | None = None
+    # Where its settings are written: a table of the vaults file (its path), a --vault
+    # argument ("--vault"), or the environment (""). Fixes name those settings
+    # (`in_its_terms`), not the OBSIDIAN_* variables a vaults file ignores.
+    origin: str = ""
+
+    def in_its_terms(self, text: str) -> str:
+        """`text` with each OBSIDIAN_* variable that configures one vault named as this
+        vault's own setting where that is not the environment."""
+        if not self.origin:
+            return text
+        if self.origin == "--vault":
+            words = {
+                "OBSIDIAN_VAULT_PATH": f"--vault {self.name}=PATH",
+                "OBSIDIAN_API_KEY": f"api_key (a [vaults.{self.name}] table of a vaults "
+                "file: --vault gives a folder only)",
+            }
+        else:
+            table = f"[vaults.{self.name}] of {self.origin}"
+            words = {
+                "OBSIDIAN_URL (or OBSIDIAN_HOST/PORT)": f"url in {table}",
+                "OBSIDIAN_CERT_SHA256": f"cert_sha256 in {table}",
+                "OBSIDIAN_VAULT_PATH": f"path in {table}",
+                "OBSIDIAN_API_KEY": f"api_key in {table}",
+                "OBSIDIAN_URL": f"url in {table}",
+                "OBSIDIAN_CERT": f"cert in {table}",
+            }
+        for variable, setting in words.items():
+            text = text.replace(variable, setting)
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +231,9 @@ def _from_table(
     except VaultConfigError as exc:
         said_default = isinstance(raw, dict) and cast(dict[str, object], raw).get("default") is True
         problem = f"the vaults file {file}: {exc}"
-        return NamedVault(name, _without_sources(base), problem), said_default
+        return NamedVault(name, _without_sources(base), problem, str(file)), said_default
     problem = rest_problem(settings, f"api_key in [vaults.{name}] of {file}")
-    return NamedVault(name, settings, problem), default
+    return NamedVault(name, settings, problem, str(file)), default
 
 
 def _server_settings(file: Path, data: dict[str, Any], base: Settings) -> Settings:
@@ -293,7 +322,7 @@ def _from_argument(argument: str, base: Settings) -> NamedVault:
             "cert_sha256": None,
         }
     )
-    return NamedVault(check_name(name), settings)
+    return NamedVault(check_name(name), settings, origin="--vault")
 
 
 def _one_vault(settings: Settings) -> NamedVault:

@@ -516,6 +516,17 @@ def test_doctor_checks_every_vault_and_names_it(
         re.match(r"\[.{4}\] (lore|work): ", line) or line.startswith(("lore: ", "work: "))
         for line in lines
     ), done.stdout
+    # Issue 35, item 16: with a vaults file, the fixes name the table's settings.
+    two_vaults.write_config(api_key="wrong-key")
+    try:
+        wrong = run_cli(monkeypatch, capsys, "doctor", env=env)
+    finally:
+        two_vaults.write_config()
+    table = f"[vaults.work] of {two_vaults.config}"
+    assert f"copy the key from Obsidian > Settings > Local REST API into api_key in {table}" in (
+        wrong.stdout
+    )
+    assert "OBSIDIAN_API_KEY" not in wrong.stdout
 
 
 def test_vault_name_path_repeated_serves_several_folders(

@@ -56,6 +56,11 @@ class ServedVault:
     # Settings that cannot work (a bad value, an unusable certificate): the server runs
     # anyway, so the client sees this message instead of "Connection closed".
     configuration_error: str | None = None
+    # How its fixes name its settings (`NamedVault.in_its_terms`).
+    named: NamedVault | None = None
+
+    def in_its_terms(self, text: str) -> str:
+        return self.named.in_its_terms(text) if self.named is not None else text
 
     def require(self) -> VaultServices:
         if self.configuration_error is not None:
@@ -126,22 +131,22 @@ async def _serve_vault(
     settings = named.settings
     if named.problem is not None:
         logger.error("vault %s is not served: %s", named.name, named.problem)
-        return ServedVault(named.name, settings, None, named.problem, named.problem)
+        return ServedVault(named.name, settings, None, named.problem, named.problem, named)
     try:
         http = await clients.enter_async_context(build_http_client(settings, transport=transport))
     except VaultError as exc:
         logger.error("%s", exc)
-        return ServedVault(named.name, settings, None, str(exc), str(exc))
+        return ServedVault(named.name, settings, None, str(exc), str(exc), named)
     vault, note = await open_vault(settings, http)
     if vault is None:
-        return ServedVault(named.name, settings, None, note)
+        return ServedVault(named.name, settings, None, note, named=named)
     services = VaultServices(
         vault=vault,
         memory=open_memory(settings, vault, model),
         retriever=open_retriever(vault, settings, model),
         editor=open_editor(settings, vault),
     )
-    return ServedVault(named.name, settings, services, note)
+    return ServedVault(named.name, settings, services, note, named=named)
 
 
 async def _close(services: VaultServices) -> None:

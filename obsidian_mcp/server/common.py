@@ -77,6 +77,11 @@ class VaultCall:
     several: bool
     path: str = ""
     default: bool = True
+    served: ServedVault | None = None
+
+    def in_its_terms(self, text: str) -> str:
+        """`text` naming the vault's own settings (`NamedVault.in_its_terms`)."""
+        return self.served.in_its_terms(text) if self.served is not None else text
 
     def shown(self, result: T) -> T:
         return qualified(result, self.name) if self.several else result
@@ -143,8 +148,10 @@ def _call(state: AppState, served: ServedVault, path: str) -> VaultCall:
     except VaultError as exc:
         if not state.several:
             raise
-        raise VaultError(f"In vault {served.name}: {exc}") from exc
-    return VaultCall(served.name, services, state.several, path, served.name == state.default)
+        raise VaultError(f"In vault {served.name}: {served.in_its_terms(str(exc))}") from exc
+    return VaultCall(
+        served.name, services, state.several, path, served.name == state.default, served
+    )
 
 
 def _in_vault(call: VaultCall, exc: VaultError) -> VaultError:
@@ -158,7 +165,7 @@ def _in_vault(call: VaultCall, exc: VaultError) -> VaultError:
         )
     if isinstance(exc, IsAFolder):
         return IsAFolder(call.shown_path(exc.path))
-    return VaultError(f"In vault {call.name}: {exc}")
+    return VaultError(f"In vault {call.name}: {call.in_its_terms(str(exc))}")
 
 
 @contextmanager
