@@ -587,7 +587,7 @@ def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Cont
         line.text
         for line in structure.lines[target.first_line : target.first_line + target.kept_head]
     ]
-    if not target.id_alone or _carries_id_line(content.texts, target):
+    if not target.id_alone or _carries_id_line(content.texts):
         # The whole block as a read returns it; an id alone on its line is sent back too.
         texts = content.texts if target.id_alone else _with_id(content.texts, content, target)
         span = (target.first_line, target.end_line)
@@ -610,10 +610,11 @@ def _replace_block(structure: NoteStructure, target: BlockTarget, content: _Cont
     )
 
 
-def _carries_id_line(texts: list[str], target: BlockTarget) -> bool:
-    """Whether content ends with the block's id alone on its line, as a read of a block
-    whose id stands alone returns it."""
-    return bool(texts) and texts[-1].strip(" \t>").lower() == "^" + target.block_id.lower()
+def _carries_id_line(texts: list[str]) -> bool:
+    """Whether content ends with a block id alone on its line, as a read of a block whose
+    id stands alone returns it."""
+    # Its own id, or another one there: the id renamed where it stood.
+    return bool(texts) and _ID_ALONE_RE.fullmatch(texts[-1]) is not None
 
 
 def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[str]:
@@ -631,6 +632,8 @@ def _with_id(texts: list[str], content: _Content, target: BlockTarget) -> list[s
     if leaf is None or leaf.kind not in ("paragraph", "row", "definition"):
         return [*texts, target.prefix.rstrip(), target.prefix + marker]
     line = leaf.end_line - 1
+    if _LINE_ID_RE.search(texts[line]):
+        return texts  # the id changed where it stands: a rename, made as written
     return [*texts[:line], texts[line] + " " + marker, *texts[line + 1 :]]
 
 
