@@ -444,7 +444,8 @@ async def test_a_wrong_pin_is_refused_with_the_fingerprint_seen(two_vaults: TwoV
     answer, failed, reached = await _work_answer(two_vaults, cert_sha256="AB" * 32)
     assert failed
     assert f"presented SHA-256 {seen}" in answer
-    assert f"set cert_sha256 (the vault's table, or OBSIDIAN_CERT_SHA256) to {seen}" in answer
+    # Said in the vault's own terms: its table's setting, not a variable a file ignores.
+    assert f"set cert_sha256 in [vaults.work] of {two_vaults.config} to {seen}" in answer
     assert f"obsidian-mcp trust --url https://127.0.0.2:{two_vaults.standin.port}" in answer
     assert reached <= 1  # the stats call itself; nothing, not the key, went to the server
 

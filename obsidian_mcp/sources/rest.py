@@ -345,9 +345,8 @@ class RestSource:
         restart = ", then restart the server (your MCP client starts it)"
         if self._settings.cert_sha256 is not None:
             return (
-                f"set cert_sha256 (the vault's table, or OBSIDIAN_CERT_SHA256) to {seen} "
-                f"after checking it in Obsidian, or remove it and run `obsidian-mcp trust "
-                f"--url {self.url}`{restart}"
+                f"set OBSIDIAN_CERT_SHA256 to {seen} after checking it in Obsidian, or "
+                f"remove it and run `obsidian-mcp trust --url {self.url}`{restart}"
             )
         return f"run `obsidian-mcp trust --url {self.url}` to pin the new one{restart}"
 
