@@ -274,9 +274,12 @@ async def test_the_same_path_is_two_notes(client: Client, two_vaults: TwoVaults)
     assert await call(client, "vault_read_note", path="work:Home.md") == work_home
     conflict = await refused(client, "vault_read_note", path="work:Home.md", vault="lore")
     assert "is in vault work, but vault='lore'" in conflict
-    # A note only the other vault has: the default vault says where it is.
+    # A note only the other vault has: the default vault says where it is, by its path
+    # or by its name alone (issue 35, item 11).
     missing = await refused(client, "vault_read_note", path=WORK_NOTE)
     assert f"Closest existing paths: work:{WORK_NOTE}." in missing
+    by_name = await refused(client, "vault_read_note", path="Adaeze Okonkwo")
+    assert "Closest existing paths: work:People/Adaeze Okonkwo.md." in by_name
     folder = await refused(client, "vault_read_note", path="work:Decisions")
     assert "Call vault_tree(folder='work:Decisions')" in folder
 

@@ -23,6 +23,7 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.qualified import qualified, qualify, split_qualified
+from obsidian_mcp.reading import notes_named
 from obsidian_mcp.server.app import AppState, ServedVault, VaultServices
 from obsidian_mcp.usage.facts import vaults_used
 from obsidian_mcp.vault_set import MAX_NAME_CHARS
@@ -197,7 +198,9 @@ async def _elsewhere(state: AppState, call: VaultCall) -> list[str]:
             stats = await other.services.vault.note_stats()
         except VaultError:
             continue
-        found += [qualify(other.name, p) for p in (wanted, wanted + ".md") if p in stats]
+        exact = [p for p in (wanted, wanted + ".md") if p in stats]
+        # A bare note name ([[Rook]]) names the notes of that name there too.
+        found += [qualify(other.name, p) for p in exact or notes_named(wanted, stats)]
     return found
 
 
