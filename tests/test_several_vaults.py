@@ -408,6 +408,35 @@ async def test_a_memory_id_works_as_shown_or_the_refusal_names_its_vault(client:
     assert "Forgot" in await call(client, "vault_forget", id=f"work:{memory_id}")
 
 
+async def test_prompts_and_resources_reach_the_vault_they_name(client: Client) -> None:
+    """Issue 35, item 9: the handover prompt for `work:Home.md` lists work's memories and
+    says to remember in work; update-knowledge and the recent memories take a vault."""
+    await call(
+        client,
+        "vault_remember",
+        content="Dunning retries back off hourly",
+        tags=["dunning"],
+        vault="work",
+    )
+    handover = await client.get_prompt("handover", {"task": "ship", "note": "work:Home.md"})
+    text = handover.messages[0].content
+    assert isinstance(text, TextContent)
+    assert "Dunning retries back off hourly" in text.text
+    assert "vault_read_note(path='work:Home.md')" in text.text
+    assert "vault_remember(vault='work', ...)" in text.text
+    learned = await client.get_prompt("update-knowledge", {"work": "w", "vault": "work"})
+    learned_text = learned.messages[0].content
+    assert isinstance(learned_text, TextContent)
+    assert "dunning (" in learned_text.text and "vault_remember with vault='work'" in (
+        learned_text.text
+    )
+    recent = await client.read_resource("obsidian://memory/recent?vault=work")
+    assert "Dunning retries back off hourly" in str(recent.contents[0])
+    assert "Dunning retries" not in str(
+        (await client.read_resource("obsidian://memory/recent")).contents[0]
+    )
+
+
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:
     for tool, arguments in (
         ("vault_read_note", {"path": "Home.md"}),

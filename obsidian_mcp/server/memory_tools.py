@@ -32,6 +32,7 @@ from obsidian_mcp.memory.render import (
 from obsidian_mcp.memory.store import MAX_RECALL_LIMIT, UnknownMemoryId
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.paths import note_name
+from obsidian_mcp.qualified import qualify, split_qualified
 from obsidian_mcp.server.app import AppState
 from obsidian_mcp.server.common import (
     READ_ONLY,
@@ -267,16 +268,19 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         return render_forgotten(forgotten, memory_store.now())
 
     @mcp.resource(
-        "obsidian://memory/recent{?limit}",
+        "obsidian://memory/recent{?limit,vault}",
         name="recent-memories",
         title="Recent memories",
         description="The most recent memories (limit, default 10) and every known tag with "
-        "its count; what to recall by.",
+        "its count; what to recall by. With several vaults, vault names whose (default: "
+        "the default vault's).",
         mime_type="text/markdown",
     )
-    async def recent_memories(ctx: Context[AppState], limit: int = _RECENT_DEFAULT) -> str:
+    async def recent_memories(
+        ctx: Context[AppState], limit: int = _RECENT_DEFAULT, vault: str | None = None
+    ) -> str:
         with resource_errors():
-            memory_store = app_state(ctx).require().memory
+            memory_store = app_state(ctx).require(vault or None).memory
             memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
             status = await memory_store.status()
         return render_overview(memories, tags, status, memory_store.now())
@@ -294,13 +298,24 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(description="Vault path of the handover note (default: the vault's own)."),
         ] = None,
+        vault: Annotated[
+            str | None, Field(description="With several vaults: the note's vault.")
+        ] = None,
     ) -> str:
-        services = app_state(ctx).require()
+        state = app_state(ctx)
+        # A note named with its vault (`journal:Home.md`) is that vault's, as in every tool.
+        named, bare = split_qualified(note or "", [v.name for v in state.vaults])
+        vault = named or vault
+        services = state.require(vault)
         memory_store = services.memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)
         now = memory_store.now()
         recent = "\n".join(format_memory(m, now) for m in memories) or "(no memories yet)"
-        path = note or handover_note(list(await services.vault.note_stats()))
+        path = bare or handover_note(list(await services.vault.note_stats()))
+        served = state.served(vault).name
+        if state.several:
+            path = qualify(served, path)
+        remember = f"vault_remember(vault={served!r}, ...)" if state.several else "vault_remember"
         return f"""\
 Update the handover note {path!r} so that the next session can resume this work without \
 asking anything.
@@ -319,7 +334,7 @@ Keep it under 400 words; drop what is finished and no longer needed.
 operation="replace", target=<its heading>, content=<its new text>, version=<from the read> \
 (create_target=true adds a missing section). If the note does not exist, \
 operation="create" with the whole text.
-4. For each decision or fact above that is not yet a memory, call vault_remember \
+4. For each decision or fact above that is not yet a memory, call {remember} \
 (tags: the project and topic; context: why it matters)."""
 
     @mcp.prompt(
@@ -331,9 +346,15 @@ operation="create" with the whole text.
     async def update_knowledge(
         ctx: Context[AppState],
         work: Annotated[str, Field(description="The piece of work just finished, in brief.")],
+        vault: Annotated[
+            str | None,
+            Field(description="With several vaults: whose memories (default: the default vault)."),
+        ] = None,
     ) -> str:
-        memory_store = app_state(ctx).require().memory
+        state = app_state(ctx)
+        memory_store = state.require(vault).memory
         _, tags = await memory_store.overview(0)
+        where = f" with vault={state.served(vault).name!r}" if state.several else ""
         known = ", ".join(f"{tag} ({count})" for tag, count in tags[:30]) or "(none yet)"
         return f"""\
 You just finished: {work}
@@ -342,8 +363,8 @@ Distil what was learned so that a later session does not have to rediscover it.
 1. List the durable points: facts about the user, the vault or the project; decisions and \
 their reasons; preferences; events that matter later. Skip what is temporary or already \
 written in a note.
-2. Check what is stored already: vault_recall with the relevant tags.
-3. For each new point call vault_remember: one idea, self-contained; 1-3 tags (reuse known \
+2. Check what is stored already: vault_recall{where} with the relevant tags.
+3. For each new point call vault_remember{where}: one idea, self-contained; 1-3 tags (reuse known \
 ones); context = why it matters; type = fact, decision, preference or event; source = the \
 note path if it came from one.
 4. A memory that is now wrong: vault_forget(id), then remember the correction.
