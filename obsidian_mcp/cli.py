@@ -286,8 +286,10 @@ async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
             ]
             for memory in shown:
                 print(format_memory(memory, now))
+            where = f" in vault {named.name}" if vaults.several else ""
             print(
-                f"{len(shown)} memories; the page {store.files.view} shows them by scope and tag.",
+                f"{len(shown)} memories{where}; the page {store.files.view} shows them by "
+                "scope and tag.",
                 file=sys.stderr,
             )
             return 0

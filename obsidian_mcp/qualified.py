@@ -18,6 +18,7 @@ from obsidian_mcp.reading import FolderNode, MapRow, NoteOutline, NoteWindow
 from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult
 from obsidian_mcp.retrieval.quick_context import Entity
 from obsidian_mcp.retrieval.related import Neighbour, Related
+from obsidian_mcp.vault_set import name_key
 
 SEPARATOR = ":"
 
@@ -52,9 +53,9 @@ def split_qualified(value: str, names: Collection[str]) -> tuple[str | None, str
     configured vault. Names are compared ignoring case, as the `vault` argument is."""
     head, separator, rest = value.partition(SEPARATOR)
     if separator:
-        wanted = head.strip().casefold()
+        wanted = name_key(head)
         for name in names:
-            if name.casefold() == wanted:
+            if name_key(name) == wanted:
                 return name, rest
     return None, value
 

@@ -13,6 +13,7 @@ the environment.
 import difflib
 import logging
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,12 @@ _PER_VAULT_VARIABLES = {
 # no colon or slash in it, and short enough to read in every result.
 MAX_NAME_CHARS = 40
 _NAME_EXAMPLE = "like lore or work-notes"
+
+
+def name_key(name: str) -> str:
+    """A vault name as names are compared: ignoring case and Unicode form (macOS writes
+    NFD: `Café` typed there matches `Café` typed elsewhere)."""
+    return unicodedata.normalize("NFC", name.strip()).casefold()
 
 
 class VaultConfigError(ValueError):
@@ -110,8 +117,8 @@ class VaultSet:
 
     def find(self, name: str) -> NamedVault | None:
         """The vault of this name, in any case ("Lore" finds lore)."""
-        wanted = name.strip().casefold()
-        return next((v for v in self.vaults if v.name.casefold() == wanted), None)
+        wanted = name_key(name)
+        return next((v for v in self.vaults if name_key(v.name) == wanted), None)
 
 
 def check_name(name: str) -> str:
@@ -347,13 +354,13 @@ def _check_distinct(vaults: Sequence[NamedVault]) -> None:
     names: dict[str, str] = {}
     sources: dict[str, str] = {}
     for vault in vaults:
-        if vault.name.casefold() in names:
+        if name_key(vault.name) in names:
             raise VaultConfigError(
                 f"two vaults are named {vault.name!r} (names are compared ignoring case, and "
                 "a bare --vault PATH is named after its folder); give each its own name: "
                 "--vault NAME=PATH, or its own [vaults.NAME] table."
             )
-        names[vault.name.casefold()] = vault.name
+        names[name_key(vault.name)] = vault.name
         if vault.problem is not None:
             continue  # never served, so it shares nothing with another vault
         identity, _ = vault_identity(vault.settings)

@@ -155,9 +155,7 @@ async def test_verification_off_on_this_machine_is_the_one_case_accepted(
 ) -> None:
     """The control: switched off for a loopback address with nothing pinned, the key does
     reach whoever listens there, so the listener above would have seen it."""
-    settings = _server_settings(
-        tmp_path, f"https://127.0.0.1:{stranger.port}", verify_tls=False
-    )
+    settings = _server_settings(tmp_path, f"https://127.0.0.1:{stranger.port}", verify_tls=False)
     with caplog.at_level(logging.WARNING):
         await _tool_text(settings, "vault_tree")
     assert stranger.keyed, "the listener saw no key where one is sent"
@@ -300,3 +298,14 @@ async def _in_thread(run: Callable[[], Any]) -> Any:
     import anyio.to_thread
 
     return await anyio.to_thread.run_sync(run)
+
+
+def test_a_key_over_plain_http_to_another_host_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from obsidian_mcp.sources.rest import build_http_client
+
+    with caplog.at_level(logging.WARNING):
+        build_http_client(_server_settings(tmp_path, "http://obsidian.example.net:27123"))
+    assert "plain HTTP" in caplog.text and "trust --url https://obsidian.example.net" in caplog.text
+    assert KEY not in caplog.text

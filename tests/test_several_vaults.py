@@ -446,7 +446,7 @@ async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> Non
         answer = await refused(client, tool, vault="journal", **arguments)
         assert answer.endswith(
             ": There is no vault 'journal'; the vaults are lore (the default), work. Leave "
-            "vault out for lore."
+            "vault out for lore (a search then covers every vault)."
         )
 
 

@@ -213,3 +213,10 @@ async def test_the_usage_log_says_which_vault_each_call_used(tmp_path: Path) -> 
         ("vault_tree", []),  # refused: no vault was used
     ]
     assert logged[0]["notes"] == [["b:Note.md", ""]]  # the path as the reply shows it
+
+
+def test_vault_names_match_in_any_case_and_unicode_form(tmp_path: Path) -> None:
+    """Issue 35, item 17: a name typed on macOS (NFD) is the vault of the same name."""
+    settings = _file(tmp_path, '[vaults."Cafe\u0301"]\npath = "x"\n[vaults.b]\npath = "y"\n')
+    vaults = configured_vaults(settings)
+    assert vaults.find("CAF\u00c9") is vaults.vaults[0]

@@ -21,7 +21,7 @@ from obsidian_mcp.opening import model_loader, open_editor, open_memory, open_re
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.vault import NoVaultConfigured, Vault
-from obsidian_mcp.vault_set import NamedVault, VaultSet, configured_vaults
+from obsidian_mcp.vault_set import NamedVault, VaultSet, configured_vaults, name_key
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class UnknownVault(VaultError):
         names = ", ".join(v.name + (" (the default)" if v.name == default else "") for v in vaults)
         super().__init__(
             f"There is no vault {excerpt(name)}; the vaults are {names}. Leave vault out for "
-            f"{default}."
+            f"{default} (a search then covers every vault)."
         )
 
 
@@ -82,8 +82,8 @@ class AppState:
 
     def served(self, name: str | None = None) -> ServedVault:
         """The vault of this name (in any case), the default for None; UnknownVault."""
-        wanted = (name if name is not None else self.default).strip().casefold()
-        found = next((v for v in self.vaults if v.name.casefold() == wanted), None)
+        wanted = name_key(name if name is not None else self.default)
+        found = next((v for v in self.vaults if name_key(v.name) == wanted), None)
         if found is None:
             raise UnknownVault(name or "", self.vaults, self.default)
         return found

@@ -27,7 +27,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from obsidian_mcp.config import Settings, api_key_problem
+from obsidian_mcp.config import Settings, api_key_problem, is_loopback
 from obsidian_mcp.errors import (
     AuthRejected,
     CertificatePinMismatch,
@@ -214,6 +214,14 @@ def tls_verification(settings: Settings) -> ssl.SSLContext | bool:
     the system's authorities; nothing only for a REST API on this machine with nothing
     pinned (`unverified_tls_refusal` refuses every other case)."""
     if not settings.uses_https:
+        if settings.api_key is not None and not is_loopback(settings.rest_host):
+            logger.warning(
+                "The Local REST API at %s is reached over plain HTTP: the API key and every "
+                "note cross the network unencrypted. Use its HTTPS port (27124) and pin its "
+                "certificate: `obsidian-mcp trust --url https://%s:27124`.",
+                settings.base_url,
+                settings.rest_host,
+            )
         return True
     refusal = unverified_tls_refusal(settings)
     if refusal is not None:
