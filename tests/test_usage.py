@@ -2,6 +2,7 @@
 holds, the follow-up signals `stats` finds in a scripted conversation, the log's rotation,
 and every call still answering when the log cannot be written."""
 
+import hashlib
 import json
 import logging
 import os
@@ -23,9 +24,11 @@ from bench import usage_check
 from bench.definitions import measure_definitions
 from bench.harness import CallResult
 from obsidian_mcp.config import Settings
+from obsidian_mcp.retrieval.keyword import terms
 from obsidian_mcp.server import build_server
 from obsidian_mcp.text.tokens import estimate_tokens
-from obsidian_mcp.usage.log import LOG_FILE, ROTATED_FILE, LogFiles
+from obsidian_mcp.usage.log import KEY_FILE, LOG_FILE, ROTATED_FILE, LogFiles
+from obsidian_mcp.usage.record import Redactor
 from obsidian_mcp.usage.report import (
     CALLS_COLOUR,
     DAY_COLOUR,
@@ -202,6 +205,38 @@ def test_on_keeps_no_question_path_or_note_text(
     assert MEMORY not in full_log and SCRATCH not in full_log and COMPASS in full_log
 
 
+def test_a_log_shared_without_its_key_gives_nothing_back(
+    logged: dict[str, tuple[Settings, Conversation]],
+) -> None:
+    """Issue 35, item 5: every word and path of the vault, hashed every way one can without
+    the key, matches none of an `on` log's hashes; the key is not in the log's folder (it is
+    in the configuration folder). With the key, the same attack recovers the questions'
+    words: what the README says the key protects."""
+    settings, _ = logged["on"]
+    assert sorted(p.name for p in settings.usage_log_dir.iterdir()) == [LOG_FILE]
+    key_file = settings.config_dir / KEY_FILE
+    assert key_file.is_file()
+    lines = log_lines(settings)
+    hashes = {h for line in lines for h in line["words"]}
+    hashes |= {t for line in lines for t in line["text"].values() if isinstance(t, str)}
+    hashes |= {part for line in lines for note in line["notes"] for part in note if part}
+    vault = settings.vault_path
+    assert vault is not None
+    guesses = {p.relative_to(vault).as_posix() for p in vault.rglob("*.md")}
+    for note in vault.rglob("*.md"):
+        guesses |= set(terms(note.read_text("utf-8")))
+    guesses |= {COMPASS, MARKET, UNRETURNED}
+
+    def recovered(key: bytes) -> set[str]:
+        redactor = Redactor("on", key)
+        return {guess for guess in guesses if redactor.text(guess) in hashes}
+
+    plain = {g for g in guesses if hashlib.sha256(g.encode()).hexdigest()[:16] in hashes}
+    assert plain == set() and recovered(b"") == set() and recovered(b"\0" * 32) == set()
+    with_key = recovered(bytes.fromhex(key_file.read_text("ascii").strip()))
+    assert {"compass", "saltwick", UNRETURNED} <= with_key  # the attack itself works
+
+
 _ALLOWED_WORDS = {
     *(tool for tool, _ in CONVERSATION),
     "query", "limit", "path", "topic", "content", "tags", "text", "depth", "invalid",
@@ -355,9 +390,7 @@ async def test_a_log_deleted_or_truncated_while_the_server_writes(
     assert read.lines == len(read.calls) + read.skipped
 
 
-async def test_stats_skips_a_torn_line_and_reads_the_rest(
-    vault_copy: Path, tmp_path: Path
-) -> None:
+async def test_stats_skips_a_torn_line_and_reads_the_rest(vault_copy: Path, tmp_path: Path) -> None:
     settings = usage_settings(vault_copy, tmp_path)
     await _answers(settings, 3)
     log = settings.usage_log_dir / LOG_FILE
@@ -511,3 +544,15 @@ def test_the_benchmark_counts_the_follow_ups_as_stats_does(
     assert counted["follow_ups"]["searched_again"] == 1
     for tool, figures in counted["tools"].items():
         assert figures["total"] == found["tools"][tool]["tokens"]["total"]
+
+
+def test_a_key_kept_beside_the_log_moves_to_the_configuration_folder(tmp_path: Path) -> None:
+    """The key an earlier version kept in the log's folder moves, so hashes stay the same."""
+    from obsidian_mcp.usage.log import installation_key
+
+    log_folder, config = tmp_path / "usage", tmp_path / "config"
+    log_folder.mkdir()
+    (log_folder / "key").write_text("ab" * 32, "ascii")
+    assert installation_key(config, log_folder) == bytes.fromhex("ab" * 32)
+    assert not (log_folder / "key").exists() and (config / KEY_FILE).is_file()
+    assert installation_key(config, log_folder) == bytes.fromhex("ab" * 32)

@@ -29,7 +29,13 @@ logger = logging.getLogger(__name__)
 LOG_FILE = "usage.jsonl"
 ROTATED_FILE = "usage.1.jsonl"
 _LOCK_FILE = "usage.lock"
-_KEY_FILE = "key"
+# The key `on` hashes with, kept in the configuration folder: never beside the log, so a
+# user who shares the log (the cache folder's `usage/`) does not share the key that would
+# let anyone test guesses against its hashes.
+KEY_FILE = "usage-log.key"
+# Where the key was kept before it moved (issue 35): moved to the configuration folder at
+# the next start, so hashes stay comparable across the move.
+_OLD_KEY_FILE = "key"
 _KEY_BYTES = 32
 
 
@@ -105,12 +111,20 @@ def _key(path: Path) -> bytes:
     return key
 
 
-def installation_key(folder: Path) -> bytes:
-    """The key `on` hashes with, made once per cache folder (so a question asked in two
-    sessions hashes the same). When it cannot be kept there, a key for this process only:
-    hashes then match within a session, which is all the follow-up signals need."""
-    path = folder / _KEY_FILE
+def installation_key(folder: Path, log_folder: Path | None = None) -> bytes:
+    """The key `on` hashes with, made once per configuration folder (so a question asked
+    in two sessions hashes the same); one kept in `log_folder` by an earlier version moves
+    here first. When it cannot be kept, a key for this process only: hashes then match
+    within a session, which is all the follow-up signals need."""
+    path = folder / KEY_FILE
+    old = log_folder / _OLD_KEY_FILE if log_folder is not None else None
     try:
+        if old is not None and old.is_file():
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not path.exists():
+                os.replace(old, path)
+            else:
+                old.unlink()
         try:
             return _key(path)
         except FileNotFoundError:
@@ -175,7 +189,7 @@ def usage_recorder(settings: Settings) -> UsageRecorder | None:
     if settings.usage_log == "off":
         return None
     folder = settings.usage_log_dir
-    key = installation_key(folder) if settings.usage_log == "on" else b""
+    key = installation_key(settings.config_dir, folder) if settings.usage_log == "on" else b""
     return UsageRecorder(
         UsageLog(folder, settings.usage_log_max_bytes), Redactor(settings.usage_log, key)
     )

@@ -120,11 +120,16 @@ def call_record(call: ToolCall, redactor: Redactor, session: str) -> dict[str, o
     options: dict[str, object] = {}
     texts: dict[str, object] = {}
     sizes: dict[str, int] = {}
+    # replace_text's target is text of the note (an earlier edit may have written it):
+    # kept as its length only, like what the agent writes.
+    written: frozenset[str] = WRITTEN_ARGUMENTS | (
+        frozenset({"target"}) if known.get("operation") == "replace_text" else frozenset[str]()
+    )
     for name, value in known.items():
         spec = call.parameters[name]
         if _is_option(spec):
             options[name] = _option_value(value, spec)
-        elif name in WRITTEN_ARGUMENTS:
+        elif name in written:
             sizes[name] = _length(value)
         else:
             texts[name] = _text_value(value, redactor)
