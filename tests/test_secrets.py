@@ -9,6 +9,7 @@ are trimmed or refused naming the setting, and no tool error, warning, log line,
 
 import json
 import logging
+import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.tls import fingerprint, store_pin
 from tests.conftest import NO_MEANING_WAIT
-from tests.fixture_vault import copy_fixture_vault
+from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.listener import LoggingListener
 from tests.standin.process import StandinProcess
 from tests.test_read_tools import text_of
@@ -194,7 +195,10 @@ def _malformed(key: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def healthy_rest(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    vault = copy_fixture_vault(tmp_path_factory.mktemp("rest") / "vault")
+    # Another vault than the folder vault beside it (a copy of one vault served through
+    # both would be refused as one vault under two names).
+    vault = tmp_path_factory.mktemp("rest") / "vault"
+    shutil.copytree(REPO_ROOT / "fixtures" / "ledgerline" / "vault", vault)
     with StandinProcess(vault, plugin_version="6.0.0", smart="off") as process:
         yield process
 

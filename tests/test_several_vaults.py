@@ -437,6 +437,28 @@ async def test_prompts_and_resources_reach_the_vault_they_name(client: Client) -
     )
 
 
+async def test_one_vault_through_its_folder_and_its_api_is_served_once(
+    two_vaults: TwoVaults, tmp_path: Path
+) -> None:
+    """Issue 35, item 4: `work`'s folder configured as a vault of its own beside work's REST
+    API is one vault under two names: the REST one is refused, the folder one served."""
+    config = tmp_path / "twins.toml"
+    pin = fingerprint(two_vaults.pem)
+    config.write_text(
+        f"[vaults.folder]\npath = {json.dumps(str(two_vaults.work))}\n\n"
+        f"[vaults.api]\nurl = \"https://127.0.0.2:{two_vaults.standin.port}\"\n"
+        f"api_key = {json.dumps(two_vaults.standin.api_key)}\ncert_sha256 = \"{pin}\"\n",
+        "utf-8",
+    )
+    settings = Settings.model_validate(
+        {"config": config, "config_dir": two_vaults.config_dir, **NO_MEANING_WAIT}
+    )
+    async with Client(build_server(settings)) as connected:
+        twin = await refused(connected, "vault_read_note", path="api:Home.md")
+        assert "it serves the same vault as folder" in twin
+        assert "Ledgerline" in await call(connected, "vault_read_note", path="folder:Home.md")
+
+
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:
     for tool, arguments in (
         ("vault_read_note", {"path": "Home.md"}),

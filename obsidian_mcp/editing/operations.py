@@ -520,6 +520,15 @@ def _edit_block(path: str, text: str, request: EditRequest, reference: str) -> A
         if request.operation == "append" and target.kind == "table" and content.table_rows:
             at = target.id_line if target.id_alone else target.end_line
             lead = trail = False
+        if request.operation == "prepend" and target.kept_head:
+            # Under a callout's header line, which stays first: the header, the content,
+            # a blank quote line, then the paragraph as it was.
+            own = [line.text for line in structure.lines[target.first_line : target.end_line]]
+            head, rest = own[: target.kept_head], own[target.kept_head :]
+            texts = [*head, *content.texts, target.prefix.rstrip(), *rest]
+            span = (target.first_line, target.end_line)
+            lines = _place(structure, span, texts, lead=False, trail=False, prefix=target.prefix)
+            return Applied(join_lines(lines), target.label())
         lines = _place(
             structure, (at, at), content.texts, lead=lead, trail=trail, prefix=target.prefix
         )

@@ -19,6 +19,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.opening import model_loader, open_editor, open_memory, open_retriever, open_vault
 from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.sources.identity import compare_sources
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.vault import NoVaultConfigured, Vault
 from obsidian_mcp.vault_set import NamedVault, VaultSet, configured_vaults, name_key
@@ -149,6 +150,43 @@ async def _serve_vault(
     return ServedVault(named.name, settings, services, note, named=named)
 
 
+# How long the start waits to tell whether a REST vault is a folder vault served twice.
+_TWIN_CHECK_SECONDS = 5.0
+
+
+async def _refuse_twins(served: dict[str, ServedVault]) -> None:
+    """One vault configured twice, through its folder and through its Local REST API (the
+    API carries no vault identity; the listing and a sample of notes tell): the REST one is
+    not served, so one vault's notes, memories and edits never answer under two names."""
+    folders = [
+        (name, disk)
+        for name, vault in served.items()
+        if vault.services is not None and (disk := vault.services.vault.disk) is not None
+    ]
+    for name, vault in list(served.items()):
+        rest = vault.services.vault.rest if vault.services is not None else None
+        if rest is None or vault.services is None:
+            continue
+        for other, disk in folders:
+            if other == name or disk is vault.services.vault.disk:
+                continue
+            try:
+                with anyio.fail_after(_TWIN_CHECK_SECONDS):
+                    check = await compare_sources(rest, disk)
+            except (VaultError, TimeoutError):
+                continue  # Obsidian not answering: nothing to tell yet
+            if check.verdict == "same":
+                why = (
+                    f"it serves the same vault as {other} (its Local REST API at {rest.url} "
+                    f"and {other}'s folder {disk.root}: {check.evidence}); keep one of them, "
+                    "or both the folder and the API key in one vault's table."
+                )
+                logger.error("vault %s is not served: %s", name, why)
+                await _close(vault.services)
+                served[name] = ServedVault(name, vault.settings, None, why, why, vault.named)
+                break
+
+
 async def _close(services: VaultServices) -> None:
     with anyio.move_on_after(_VIEW_FLUSH_SECONDS, shield=True):
         await services.memory.flush_view()
@@ -184,6 +222,7 @@ async def app_lifespan(
         async with anyio.create_task_group() as opening:
             for named in configured.vaults:
                 opening.start_soon(serve, named)
+        await _refuse_twins(served)
         state = AppState(settings, [served[name] for name in configured.names], configured.default)
         running = [v.services for v in state.vaults if v.services is not None]
         try:
