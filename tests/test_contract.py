@@ -115,7 +115,7 @@ async def test_tool_names_parameters_and_annotations(tmp_path: Path) -> None:
         instructions = client.instructions or ""
     assert set(tools) == set(EXPECTED_PARAMETERS) == set(EXPECTED_ANNOTATIONS)
     assert resources == ["obsidian://status"]
-    assert templates == ["obsidian://memory/recent{?limit}"]
+    assert templates == ["obsidian://memory/recent{?limit,vault}"]
     assert prompts == {"handover", "update-knowledge"}
     for name, (required, optional) in EXPECTED_PARAMETERS.items():
         schema = tools[name].input_schema
