@@ -459,6 +459,15 @@ async def test_one_vault_through_its_folder_and_its_api_is_served_once(
         assert "Ledgerline" in await call(connected, "vault_read_note", path="folder:Home.md")
 
 
+async def test_quick_context_over_every_vault_weighs_the_vaults(client: Client) -> None:
+    """Issue 35, item 8: a topic only work holds fills the overview with work's notes, not
+    every other note with lore's."""
+    overview = await call(client, "vault_quick_context", topic=WORK_QUESTION)
+    lore = len(re.findall(r"lore:", overview))
+    work = len(re.findall(r"work:", overview))
+    assert work > 0 and lore < work / 2, overview
+
+
 async def test_an_unknown_vault_is_refused_with_the_names(client: Client) -> None:
     for tool, arguments in (
         ("vault_read_note", {"path": "Home.md"}),

@@ -294,17 +294,44 @@ def merged_quick_context(
     for context in contexts:
         for tag, count in context.themes:
             themes[tag] = themes.get(tag, 0) + count
+    order = [weights[i] for i in ranked]
     main_files = [context.main_files for context in contexts]
     entities = [context.entities for context in contexts]
-    previews = [context.previews for context in contexts]
+    weighed = [
+        [replace(hit, score=hit.score * weight) for hit in context.previews]
+        for context, weight in zip(contexts, order, strict=True)
+    ]
+    # As for the notes: none below the most relevant vault's own weakest preview.
+    floor = min((hit.score for hit in weighed[0]), default=0.0)
+    previews = by_score([hit for hits in weighed for hit in hits if hit.score >= floor])
     ranked_themes = sorted(themes.items(), key=lambda item: (-item[1], item[0]))
     return replace(
         contexts[0],
         source=_joined([context.source for context in contexts]),
         passages_found=sum(context.passages_found for context in contexts),
         files_found=sum(context.files_found for context in contexts),
-        main_files=tuple(_in_turn(main_files, _most(main_files))),
-        entities=tuple(_in_turn(entities, _most(entities))),
+        main_files=tuple(_by_weight(main_files, order)),
+        entities=tuple(_by_weight(entities, order)),
         themes=tuple(ranked_themes[: _most([context.themes for context in contexts])]),
-        previews=tuple(_in_turn(previews, _most(previews))),
+        previews=tuple(previews[: _most([context.previews for context in contexts])]),
     )
+
+
+def _by_weight(lists: Sequence[Sequence[T]], weights: Sequence[float]) -> list[T]:
+    """The vaults' ranked items as one list, as many as one vault's answer holds: an item
+    counts its vault's weight over its rank (1, 1/2, 1/3...), so a vault that hardly
+    answers the topic (weight near 0, `answer_relevance`) adds nothing before the
+    relevant vault's own items run out; vaults of equal weight take turns (issue 35:
+    a topic one vault holds filled half the main notes with the other's)."""
+    scored = [
+        (-weight / (rank + 1), rank, index, item)
+        for index, (items, weight) in enumerate(zip(lists, weights, strict=True))
+        for rank, item in enumerate(items)
+    ]
+    # No item counts less than the most relevant vault's own last one: a vault that barely
+    # answers does not fill the places the vault that answers left empty.
+    best = max(range(len(lists)), key=lambda i: weights[i])
+    floor = weights[best] / max(len(lists[best]), 1)
+    scored = [entry for entry in scored if -entry[0] >= floor]
+    scored.sort(key=lambda entry: entry[:3])
+    return [item for *_, item in scored][: _most(lists)]
