@@ -121,6 +121,15 @@ async def _check_target(
     def raw() -> str:
         return file.read_bytes().decode("utf-8")
 
+    def check(check: str, wanted: str, detail: str) -> None:
+        """Count the check, then put the note back as it was, written an hour ago."""
+        if raw() == wanted:
+            counts.passed(check)
+        else:
+            counts.failed(check, path, target, detail)
+        file.write_bytes(before.encode())
+        os.utime(file, (_LONG_AGO, _LONG_AGO))
+
     before = raw()
     read = await _read(client, path, target, max_chars=100_000)
     await _replace(client, path, target, read["text"], read["version"])
@@ -135,12 +144,8 @@ async def _check_target(
         content, _ = changed
         read = await _read(client, path, target, max_chars=100_000)
         await _replace(client, path, target, content, read["version"])
-        if raw() == before.replace(read["text"], content, 1):
-            counts.passed("one word")
-        else:
-            counts.failed("one word", path, target, "the note changed elsewhere too")
-        file.write_bytes(before.encode())
-        os.utime(file, (_LONG_AGO, _LONG_AGO))
+        wanted = before.replace(read["text"], content, 1)
+        check("one word", wanted, "the note changed elsewhere too")
     if len(read["text"]) > window:
         first = await _read(client, path, target, max_chars=window)
         second = await _read(client, path, target, offset=first["next_offset"], max_chars=window)
@@ -149,12 +154,8 @@ async def _check_target(
             return
         content = changed[0][1:]
         await _replace(client, path, target, content, second["version"])
-        if raw() == before.replace(second["text"], content, 1):
-            counts.passed("cut window")
-        else:
-            counts.failed("cut window", path, target, "text outside the window changed")
-        file.write_bytes(before.encode())
-        os.utime(file, (_LONG_AGO, _LONG_AGO))
+        wanted = before.replace(second["text"], content, 1)
+        check("cut window", wanted, "text outside the window changed")
 
 
 def _settle(vault: Path) -> None:

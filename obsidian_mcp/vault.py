@@ -350,14 +350,18 @@ class Vault:
         file exists, or several do. Only paths with non-ASCII names can differ."""
         if path.isascii():
             return None
+        return await self._alike_on_disk(path, lambda name: unicodedata.normalize("NFC", name))
+
+    async def _alike_on_disk(self, path: str, key: Callable[[str], str]) -> str | None:
+        """`path` as the vault spells it, each name matched as itself or else as the one
+        name of its folder with the same `key`; None when a name has no such match."""
         spelled: list[str] = []
         for name in path.split("/"):
             names = await self._names_in("/".join(spelled))
             if name in names:
                 spelled.append(name)
                 continue
-            wanted = unicodedata.normalize("NFC", name)
-            alike = [n for n in names if unicodedata.normalize("NFC", n) == wanted]
+            alike = [n for n in names if key(n) == key(name)]
             if len(alike) != 1:
                 return None
             spelled.append(alike[0])
@@ -368,19 +372,10 @@ class Vault:
         form or another case (`casing/plan.md` beside `casing/Plan.md`). A note created at
         `path` would look the same as it in Obsidian's file list, and macOS and Windows
         keep both in one file."""
-        spelled: list[str] = []
-        for name in path.split("/"):
-            names = await self._names_in("/".join(spelled))
-            if name in names:
-                spelled.append(name)
-                continue
-            wanted = unicodedata.normalize("NFC", name).casefold()
-            alike = [n for n in names if unicodedata.normalize("NFC", n).casefold() == wanted]
-            if len(alike) != 1:
-                return None
-            spelled.append(alike[0])
-        found = "/".join(spelled)
-        return found if found != path else None
+        found = await self._alike_on_disk(
+            path, lambda name: unicodedata.normalize("NFC", name).casefold()
+        )
+        return found if found is not None and found != path else None
 
     async def refuse_if_other_vault(self) -> None:
         """OtherVault when the folder and Obsidian's API show different vaults (asked again

@@ -120,19 +120,21 @@ def _settle(file: Path) -> None:
     os.utime(file, (long_ago, long_ago))
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("action", ACTIONS, ids=[action.name for action in ACTIONS])
-async def test_undo_never_takes_the_users_words(tmp_path: Path, action: UserAction) -> None:
+def _note_and_editor(tmp_path: Path) -> tuple[Path, Editor]:
+    """BEFORE in a vault folder, written an hour ago, and an editor over the folder."""
     vault_dir = tmp_path / "vault"
     vault_dir.mkdir()
     file = vault_dir / NOTE
     file.write_text(BEFORE, "utf-8", newline="")
     _settle(file)
-    editor = Editor(
-        Vault(FolderSource(vault_dir), None),
-        EditJournal(tmp_path / "journal.sqlite3"),
-        protected=lambda _: False,
-    )
+    journal = EditJournal(tmp_path / "journal.sqlite3")
+    return file, Editor(Vault(FolderSource(vault_dir), None), journal, protected=lambda _: False)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("action", ACTIONS, ids=[action.name for action in ACTIONS])
+async def test_undo_never_takes_the_users_words(tmp_path: Path, action: UserAction) -> None:
+    file, editor = _note_and_editor(tmp_path)
     try:
         receipt = await editor.edit(NOTE, EditRequest("replace", "B", AGENT))
         assert file.read_bytes().decode() == EDITED
@@ -166,16 +168,7 @@ def _undone(changed: str, newline: str) -> str:
 
 @pytest.mark.anyio
 async def test_undo_waits_while_the_user_is_typing_and_a_dry_run_says_so(tmp_path: Path) -> None:
-    vault_dir = tmp_path / "vault"
-    vault_dir.mkdir()
-    file = vault_dir / NOTE
-    file.write_text(BEFORE, "utf-8")
-    _settle(file)
-    editor = Editor(
-        Vault(FolderSource(vault_dir), None),
-        EditJournal(tmp_path / "journal.sqlite3"),
-        protected=lambda _: False,
-    )
+    file, editor = _note_and_editor(tmp_path)
     try:
         receipt = await editor.edit(NOTE, EditRequest("replace", "B", AGENT))
         assert receipt.edit_id is not None
