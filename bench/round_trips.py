@@ -31,13 +31,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client
 
+from bench.lens import Outcome
 from obsidian_mcp.config import Settings
 from obsidian_mcp.editing.lines import split_lines
 from obsidian_mcp.editing.targets import NoteStructure, TargetUnresolved, resolve_target
@@ -50,19 +50,6 @@ VAULTS = (REPO / "fixtures" / "vault", REPO / "fixtures" / "ledgerline" / "vault
 _ID_RE = re.compile(r"(?:^|[ \t>]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
 _WORD_RE = re.compile(r"(?<![\w^#\[/.-])[A-Za-z]{4,}(?![\w\]])")
 _LONG_AGO = time.time() - 3600
-
-
-@dataclass
-class Counts:
-    targets: int = 0
-    checks: dict[str, int] = field(default_factory=dict[str, int])
-    failures: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
-
-    def passed(self, check: str) -> None:
-        self.checks[check] = self.checks.get(check, 0) + 1
-
-    def failed(self, check: str, path: str, target: str, detail: str) -> None:
-        self.failures.append({"check": check, "path": path, "target": target, "detail": detail})
 
 
 def targets_of(path: str, text: str) -> list[str]:
@@ -116,7 +103,7 @@ def _one_word(text: str) -> tuple[str, str] | None:
 
 
 async def _check_target(
-    client: Client, file: Path, path: str, target: str, window: int, counts: Counts
+    client: Client, file: Path, path: str, target: str, window: int, counts: Outcome
 ) -> None:
     def raw() -> str:
         return file.read_bytes().decode("utf-8")
@@ -167,11 +154,11 @@ def _label(vault: Path) -> str:
     return vault.name if vault.name != "vault" else vault.parent.name
 
 
-async def _through(vault: Path, source: str, window: int, work: Path) -> Counts:
+async def _through(vault: Path, source: str, window: int, work: Path) -> Outcome:
     copy = work / f"{_label(vault)}-{source}"
     shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".smart-env", ".obsidian"))
     _settle(copy)
-    counts = Counts()
+    counts = Outcome()
     values: dict[str, object] = {
         "config_dir": work / "config",
         "cache_dir": work / "cache",

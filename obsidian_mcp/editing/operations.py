@@ -105,7 +105,7 @@ def _apply(path: str, text: str, request: EditRequest) -> Applied:
     operation = request.operation
     _refuse_missing_content(request)
     if operation == "replace_text":
-        return _replace_text(text, request)
+        return _replace_text(path, text, request)
     target = _required_target(request)
     if operation in ("set", "delete"):
         return Applied(*frontmatter.edit(text, operation, target, request.content))
@@ -678,15 +678,14 @@ def _matches(text: str, target: str) -> list[re.Match[str]]:
     return list(re.finditer(r"(?:\r\n|\r|\n)".join(map(re.escape, lines)), text))
 
 
-def _first_unclosed(text: str) -> int | None:
+def _first_unclosed(structure: NoteStructure) -> int | None:
     """Where the first fence or `%%` comment that is never closed starts (a character
     offset), if any: from there to the end of the note is code or hidden."""
-    structure = NoteStructure.of("", split_lines(text))
     found = next((block for block in structure.blocks if not block.closed), None)
     return None if found is None else structure.line_starts[found.first_line]
 
 
-def _replace_text(text: str, request: EditRequest) -> Applied:
+def _replace_text(path: str, text: str, request: EditRequest) -> Applied:
     if not request.target:
         raise EditRefused(
             "replace_text needs target: the exact text to replace. Nothing was written."
@@ -725,7 +724,7 @@ def _replace_text(text: str, request: EditRequest) -> Applied:
         pieces += [text[position : match.start()], _with_newline(request.content or "", newline)]
         position = match.end()
     edited = "".join([*pieces, text[position:]])
-    _refuse_hiding_the_rest(text, edited, found, [len(p) for p in pieces[1::2]])
+    _refuse_hiding_the_rest(path, text, edited, found, [len(p) for p in pieces[1::2]])
     line = text.count("\n", 0, found[0].start()) + 1
     return Applied(
         edited,
@@ -734,12 +733,14 @@ def _replace_text(text: str, request: EditRequest) -> Applied:
 
 
 def _refuse_hiding_the_rest(
-    text: str, edited: str, found: list[re.Match[str]], written: list[int]
+    path: str, text: str, edited: str, found: list[re.Match[str]], written: list[int]
 ) -> None:
     """Refuse a replace_text whose content opens a fence or a `%%` comment that nothing
     closes: what follows it would become code or hidden. A note that already holds one
     keeps it where it was (its start moved by the replacements before it)."""
-    before, after = _first_unclosed(text), _first_unclosed(edited)
+    # The note's parse is the read's, kept; the edited text is parsed once.
+    before = _first_unclosed(structure_of(path, text))
+    after = _first_unclosed(NoteStructure.of(path, split_lines(edited)))
     if after is None:
         return
     if before is not None:
