@@ -47,7 +47,7 @@ from tests.test_read_tools import text_of
 
 REPO = Path(__file__).resolve().parent.parent
 VAULTS = (REPO / "fixtures" / "vault", REPO / "fixtures" / "ledgerline" / "vault")
-_ID_RE = re.compile(r"(?:^|[ \t>]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
+_ID_RE = re.compile(r"(?:^|[ \t>]|(?<=\]\]))\^([A-Za-z0-9-]+)[ \t]*\r?$", re.MULTILINE)
 _WORD_RE = re.compile(r"(?<![\w^#\[/.-])[A-Za-z]{4,}(?![\w\]])")
 _LONG_AGO = time.time() - 3600
 
