@@ -15,6 +15,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 from mcp import Client
@@ -63,12 +64,16 @@ async def server_definitions(
     chosen = {"tools": families} if families is not None else {}
     settings = Settings.model_validate({"api_key": None, "vault_path": None, **chosen})
     with tempfile.TemporaryDirectory() as folder:
-        named = configured_vaults(settings, [f"{name}={folder}" for name in vaults])
+        # A folder each: one folder under two names is refused as one vault served twice.
+        for name in vaults:
+            (Path(folder) / name).mkdir()
+        named = configured_vaults(settings, [f"{name}={folder}/{name}" for name in vaults])
         async with Client(build_server(settings, vaults=named)) as client:
             return await measure_definitions(client)
 
 
-# The names issue 28's bound of 2,600 tokens for two vaults is measured with.
+# The names the bound for two vaults (issue 28's 2,600 tokens, 2,650 since issue 35 typed
+# the vault argument) is measured with.
 TWO_VAULTS = ("lore", "journal")
 
 
@@ -110,8 +115,11 @@ def main() -> None:
         ["instructions", every.instructions, tokens_of(every.instructions)],
         ["total", every.total, every.tokens],
         ["OBSIDIAN_TOOLS=memory: total", memory.total, memory.tokens],
-        [f"two vaults ({', '.join(TWO_VAULTS)}): tools/list", two.tools_list,
-         tokens_of(two.tools_list)],
+        [
+            f"two vaults ({', '.join(TWO_VAULTS)}): tools/list",
+            two.tools_list,
+            tokens_of(two.tools_list),
+        ],
         ["two vaults: instructions", two.instructions, tokens_of(two.instructions)],
         ["two vaults: total", two.total, two.tokens],
     ]

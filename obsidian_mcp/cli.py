@@ -36,13 +36,21 @@ from obsidian_mcp.memory.render import format_memory
 from obsidian_mcp.memory.store import UnknownMemoryId
 from obsidian_mcp.memory.timespec import parse_moment
 from obsidian_mcp.opening import model_loader, open_memory, open_retriever, open_vault
+from obsidian_mcp.qualified import split_qualified
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.sources.tls import fingerprint, store_pin
 from obsidian_mcp.usage.log import LogFiles
 from obsidian_mcp.usage.report import html_report, terminal_report
 from obsidian_mcp.usage.stats import read_log, usage_stats
 from obsidian_mcp.validation import describe_invalid_arguments
-from obsidian_mcp.vault_set import NamedVault, VaultConfigError, VaultSet, configured_vaults
+from obsidian_mcp.vault_set import (
+    NamedVault,
+    VaultConfigError,
+    VaultSet,
+    configured_vaults,
+    name_key,
+    split_vault_argument,
+)
 
 logger = logging.getLogger("obsidian_mcp")
 
@@ -55,13 +63,13 @@ _VERDICT_ORDER = ["healthy", "degraded", "broken"]
 
 def _settings(args: argparse.Namespace) -> tuple[Settings, VaultSet | None, str | None]:
     """The settings and the vaults they name, and what is wrong with them if they cannot
-    be read: the server then runs on defaults and answers every call with that problem."""
+    be read: the server then runs on defaults and answers every call with that problem.
+    Said once, by the command that meets it (serve's log, call's reply, the others' exit)."""
     problem: str | None = None
     try:
         settings = Settings()
     except ValidationError as exc:
         problem = describe_invalid_arguments(exc, Settings.model_json_schema(), "OBSIDIAN_")
-        logging.getLogger(__name__).error("invalid settings: %s", problem)
         settings = Settings.model_construct()
     config: Path | None = getattr(args, "config", None)
     if config is not None:
@@ -72,7 +80,6 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, VaultSet | None, str 
     try:
         vaults = configured_vaults(settings, named)
     except VaultConfigError as exc:
-        logging.getLogger(__name__).error("invalid vaults: %s", exc)
         return settings, None, str(exc)
     return vaults.settings, vaults, None
 
@@ -253,7 +260,16 @@ async def _index(vaults: VaultSet) -> int:
 
 async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
     """What the agent remembers, for a person without an agent: list, forget, export."""
-    named = _chosen(vaults, args.name or vaults.default)[0]
+    name: str | None = args.name
+    memory_id: str = getattr(args, "id", "")
+    # An id as a search over several vaults shows it, `journal:<id>`, names its vault.
+    prefixed, memory_id = split_qualified(memory_id, vaults.names)
+    if prefixed is not None and name is not None and name_key(name) != name_key(prefixed):
+        raise SystemExit(
+            f"obsidian-mcp memory: the id {args.id!r} is in vault {prefixed}, but --name "
+            f"{name}; leave one of them out."
+        )
+    named = _chosen(vaults, prefixed or name or vaults.default)[0]
     settings = named.settings
     if named.problem is not None:
         print(f"No vault: {named.problem}", file=sys.stderr)
@@ -266,7 +282,7 @@ async def _memory(vaults: VaultSet, args: argparse.Namespace) -> int:
         store = open_memory(settings, vault, None)
         try:
             if args.memory_command == "forget":
-                forgotten = await store.forget(args.id)
+                forgotten = await store.forget(memory_id)
                 if isinstance(forgotten, Tombstone):
                     print(f"{forgotten.id} was already forgotten; nothing changed.")
                     return 0
@@ -430,6 +446,8 @@ def _serve(
     from obsidian_mcp.http_transport import HttpOptions, serve_http  # as in _call
     from obsidian_mcp.server import build_server
 
+    if problem is not None:
+        logger.error("invalid settings, every call will say so: %s", problem)
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     if not args.http:
         server.run()
@@ -542,6 +560,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Download the Local REST API plugin's self-signed certificate, show its "
         "SHA-256 fingerprint, and store it once you confirm, so TLS stays verified.",
     )
+    vault_options(trust)
+    trust.add_argument(
+        "--name",
+        help="which configured vault's REST API (default: the default vault); each address's "
+        "certificate is kept apart, so trusting one plugin keeps the others'",
+    )
     trust.add_argument("--yes", action="store_true", help="store without asking")
     trust.add_argument(
         "--url",
@@ -557,9 +581,8 @@ def _parser() -> argparse.ArgumentParser:
         "as JSON lines. Reads the vault folder, else Obsidian's REST API.",
     )
     vault_options(memory)
-    memory.add_argument(
-        "--name", help="which configured vault's memories (default: the default vault)"
-    )
+    memory_name = "which configured vault's memories (default: the default vault)"
+    memory.add_argument("--name", help=memory_name)
     memory_commands = memory.add_subparsers(dest="memory_command", required=True)
     listing = memory_commands.add_parser("list", help="current memories, newest last")
     listing.add_argument("--scope", help="one scope's memories and the shared ones")
@@ -572,6 +595,7 @@ def _parser() -> argparse.ArgumentParser:
         # `memory list --vault V` as well as `memory --vault V list`, like every command;
         # no default here, or it would undo a --vault given before the subcommand.
         vault_options(command, default=argparse.SUPPRESS)
+        command.add_argument("--name", default=argparse.SUPPRESS, help=memory_name)
 
     stats = commands.add_parser(
         "stats",
@@ -623,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     named: list[str] = getattr(args, "vault", None) or []
     for vault in named:
-        folder = Path(vault.partition("=")[2] if "=" in vault else vault).expanduser()
+        folder = Path(split_vault_argument(vault)[1]).expanduser()
         if args.command in ("serve", "call") and not folder.is_dir():
             raise SystemExit(
                 f"obsidian-mcp {args.command}: --vault {vault} is not a folder; give the "
@@ -663,4 +687,8 @@ def _run(args: argparse.Namespace, settings: Settings, vaults: VaultSet) -> int:
         return _stats(settings, args)
     if args.url is not None:
         return anyio.run(_trust_url, settings, args.url, args.yes)
-    return anyio.run(_trust, settings, args.yes)
+    named = _chosen(vaults, args.name or vaults.default)[0]
+    if named.problem is not None:
+        print(f"obsidian-mcp trust: {named.problem}", file=sys.stderr)
+        return 1
+    return anyio.run(_trust, named.settings, args.yes)

@@ -17,6 +17,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from obsidian_mcp.limits import excerpt
 
+# Characters kept in a certificate file's name made from an address (an IPv6 address's
+# colons are not allowed in Windows file names).
+_UNSAFE_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9.-]")
+# Before certificates were kept per address, `trust` stored one file for every vault.
+_CERT_STORED_FOR_EVERY_ADDRESS = "obsidian-local-rest-api.pem"
+
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
 # table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
 StageName = Literal["keyword", "dense", "semantic", "seats", "currency", "cutting"]
@@ -458,10 +464,19 @@ class Settings(BaseSettings):
 
     @property
     def stored_cert(self) -> Path:
-        return self.config_dir / "obsidian-local-rest-api.pem"
+        """Where `trust` keeps this REST API's certificate: a file per address, so that
+        trusting a second plugin (another vault, another port) keeps the first one's."""
+        parts = urlsplit(self.base_url)
+        address = f"{parts.hostname}_{parts.port or 443}"
+        return self.config_dir / "certificates" / (_UNSAFE_IN_FILE_NAMES.sub("_", address) + ".pem")
 
     def trusted_cert(self) -> Path | None:
-        """The certificate to verify against: `OBSIDIAN_CERT`, else the stored one."""
+        """The certificate to verify against: `OBSIDIAN_CERT`, else the one stored for this
+        address, else the one earlier versions stored for every address (a certificate it
+        does not match is still refused, so it sends no key anywhere new)."""
         if self.cert is not None:
             return self.cert
-        return self.stored_cert if self.stored_cert.is_file() else None
+        for stored in (self.stored_cert, self.config_dir / _CERT_STORED_FOR_EVERY_ADDRESS):
+            if stored.is_file():
+                return stored
+        return None

@@ -13,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import fields, is_dataclass, replace
 from typing import Any, TypeVar, cast
 
+from obsidian_mcp.editing.journal import EDIT_ID
 from obsidian_mcp.editing.service import Receipt
 from obsidian_mcp.reading import FolderNode, MapRow, NoteOutline, NoteWindow
 from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult
@@ -42,6 +43,9 @@ _PATH_FIELDS: dict[type, tuple[str, ...]] = {
     # `journal:` for the whole of one vault, so a suggested call searches where this did.
     SearchResult: ("folder",),
 }
+# Text fields that may name edits by id (`undo of e-1a2b3c4d`): each id in them is shown
+# with its vault, as the receipt's own edit_id is.
+_ID_TEXT_FIELDS: dict[type, tuple[str, ...]] = {Receipt: ("target", "note")}
 
 
 def qualify(vault: str, path: str) -> str:
@@ -58,6 +62,12 @@ def split_qualified(value: str, names: Collection[str]) -> tuple[str | None, str
             if name_key(name) == wanted:
                 return name, rest
     return None, value
+
+
+def with_edit_ids_qualified(vault: str, text: str) -> str:
+    """`text` with every edit id in it named with its vault (`work:e-1a2b3c4d`), so an id a
+    message mentions reads back as shown."""
+    return EDIT_ID.sub(lambda found: qualify(vault, found[0]), text)
 
 
 def _qualified_value(vault: str, value: object) -> object:
@@ -83,10 +93,13 @@ def _walk(value: Any, vault: str) -> Any:
     if not is_dataclass(value) or isinstance(value, type):
         return value
     paths = _PATH_FIELDS.get(type(value), ())
+    id_texts = _ID_TEXT_FIELDS.get(type(value), ())
     changes = {
         field.name: (
             _qualified_value(vault, getattr(value, field.name))
             if field.name in paths
+            else with_edit_ids_qualified(vault, getattr(value, field.name))
+            if field.name in id_texts
             else _walk(getattr(value, field.name), vault)
         )
         for field in fields(value)

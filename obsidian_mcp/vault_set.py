@@ -311,11 +311,19 @@ def _from_file(file: Path, base: Settings) -> tuple[Settings, list[tuple[NamedVa
         raise VaultConfigError(f"the vaults file {file}: {exc}") from None
 
 
+def split_vault_argument(argument: str) -> tuple[str | None, str]:
+    """A `--vault` argument as (its NAME, or None for a bare PATH; the PATH). A folder
+    whose own name holds `=` (`~/Notes=2024`) is that folder, not a name and a path."""
+    name, sep, path = argument.partition("=")
+    if not sep or Path(argument).expanduser().is_dir() or "/" in name or "\\" in name:
+        return None, argument
+    return name, path
+
+
 def _from_argument(argument: str, base: Settings) -> NamedVault:
     """`NAME=PATH`, or a bare PATH named after its folder."""
-    name, sep, path = argument.partition("=")
-    if not sep:
-        path = argument
+    name, path = split_vault_argument(argument)
+    if name is None:
         name = Path(argument).expanduser().resolve().name
     folder = Path(path).expanduser()
     if not path.strip():
@@ -399,10 +407,11 @@ def configured_vaults(settings: Settings, arguments: Sequence[str] = ()) -> Vaul
     if settings.config is None and len(arguments) <= 1:
         single = settings
         if arguments:
-            name, sep, path = arguments[0].partition("=")
-            folder = path if sep else arguments[0]
+            name, folder = split_vault_argument(arguments[0])
             single = settings.model_copy(update={"vault_path": Path(folder).expanduser()})
-            vault = NamedVault(check_name(name) if sep else _one_vault(single).name, single)
+            vault = NamedVault(
+                check_name(name) if name is not None else _one_vault(single).name, single
+            )
         else:
             vault = _one_vault(single)
         problem = rest_problem(single, "OBSIDIAN_API_KEY")

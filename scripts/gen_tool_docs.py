@@ -8,7 +8,9 @@ annotation fails the suite until the docs are regenerated.
 """
 
 import argparse
+import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from mcp.types import Tool, ToolAnnotations
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
+from obsidian_mcp.vault_set import configured_vaults
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = REPO_ROOT / "docs" / "tools.md"
@@ -31,6 +34,26 @@ async def list_tools() -> list[Tool]:
     settings = Settings.model_validate({"api_key": None, "vault_path": None})
     async with Client(build_server(settings)) as client:
         return list((await client.list_tools()).tools)
+
+
+# The vaults the reference's example of several vaults names.
+EXAMPLE_VAULTS = ("lore", "journal")
+
+
+async def several_vaults_listing() -> tuple[str, dict[str, Any]]:
+    """What changes with several vaults: the instructions that describe `vault`, and the
+    schema every tool lists it with (the same in each, checked)."""
+    settings = Settings.model_validate({"api_key": None, "vault_path": None})
+    with tempfile.TemporaryDirectory() as folder:
+        for name in EXAMPLE_VAULTS:
+            (Path(folder) / name).mkdir()
+        vaults = configured_vaults(settings, [f"{name}={folder}/{name}" for name in EXAMPLE_VAULTS])
+        async with Client(build_server(settings, vaults=vaults)) as client:
+            tools = (await client.list_tools()).tools
+            specs = {json.dumps(tool.input_schema["properties"]["vault"]) for tool in tools}
+            if len(specs) != 1:
+                raise SystemExit(f"the tools list vault differently: {sorted(specs)}")
+            return client.instructions or "", json.loads(specs.pop())
 
 
 def _type(spec: dict[str, Any]) -> str:
@@ -82,12 +105,22 @@ def _annotations(tool: Tool) -> str:
     return ", ".join(f"{name}: {'yes' if value else 'no'}" for name, value in flags)
 
 
-def render_reference(tools: list[Tool]) -> str:
+def render_reference(tools: list[Tool], several: tuple[str, dict[str, Any]]) -> str:
+    instructions, vault = several
     lines = [
         "# Tool reference",
         "",
         "Generated from the server's tool list by `python -m scripts.gen_tool_docs`; do not "
         "edit by hand. Descriptions are what the model reads.",
+        "",
+        "## Several vaults",
+        "",
+        "With several vaults (a vaults file, or `--vault NAME=PATH` repeated), every tool below "
+        f"also takes `vault` ({_type(vault)}, optional), described once in the server's "
+        f"instructions rather than in each tool; for vaults {', '.join(EXAMPLE_VAULTS)} they "
+        "begin:",
+        "",
+        f"> {instructions.splitlines()[0]}",
     ]
     for tool in tools:
         schema = tool.input_schema
@@ -131,7 +164,8 @@ def with_table(readme: str, table: str) -> str:
 def expected_files() -> dict[Path, str]:
     tools = anyio.run(list_tools)
     readme = README.read_text("utf-8")
-    return {REFERENCE: render_reference(tools), README: with_table(readme, render_table(tools))}
+    reference = render_reference(tools, anyio.run(several_vaults_listing))
+    return {REFERENCE: reference, README: with_table(readme, render_table(tools))}
 
 
 def main(argv: list[str] | None = None) -> int:

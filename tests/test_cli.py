@@ -70,14 +70,15 @@ def test_trust_stores_the_certificate_and_doctor_then_passes(
     assert unconfirmed.returncode == 1
     assert f"SHA-256 fingerprint: {expected}" in unconfirmed.stdout
     assert "trust --yes" in unconfirmed.stderr
-    assert not (tmp_path / "obsidian-local-rest-api.pem").exists()
+    stored = tmp_path / "certificates" / f"127.0.0.1_{standin.port}.pem"
+    assert not stored.exists()
     assert "OFF" not in unconfirmed.stderr  # fetching the certificate is not an opt-out
 
     trusted = run_cli("trust", "--yes", env=env)
     assert trusted.returncode == 0, trusted.stderr
     fingerprint_at = trusted.stdout.index(f"SHA-256 fingerprint: {expected}")
     assert fingerprint_at < trusted.stdout.index("Stored in")
-    assert (tmp_path / "obsidian-local-rest-api.pem").is_file()
+    assert stored.read_text("ascii") == Path(standin.cert).read_text()
     assert trusted.stderr == ""
 
     healthy = run_cli("doctor", env=env)
@@ -92,6 +93,30 @@ def test_trust_stores_the_certificate_and_doctor_then_passes(
     assert standin.api_key not in healthy.stdout + healthy.stderr
     # Without the vault folder, links that leave the vault are Obsidian's to follow.
     assert "Obsidian decides what a symbolic link shows" in healthy.stdout
+
+
+def test_trusting_a_second_plugin_keeps_the_first_ones_certificate(
+    shared_vault: Path, tmp_path: Path
+) -> None:
+    """Issue 35, item 15: two vaults' plugins on two ports, each trusted in turn: both stay
+    trusted (one file per address), where one file for all made the second replace the first."""
+    # The one file earlier versions kept for every address, here a stale one: an address's
+    # own file comes first.
+    (tmp_path / "obsidian-local-rest-api.pem").write_text("not a certificate", "ascii")
+    with (
+        StandinProcess(shared_vault, plugin_version="5.1.0") as first,
+        StandinProcess(shared_vault, plugin_version="5.1.0") as second,
+    ):
+        assert fingerprint(Path(first.cert).read_text()) != fingerprint(
+            Path(second.cert).read_text()
+        )
+        for standin in (first, second):
+            trusted = run_cli("trust", "--yes", env=standin_env(standin, tmp_path))
+            assert trusted.returncode == 0, trusted.stderr
+            assert f"127.0.0.1_{standin.port}.pem" in trusted.stdout
+        for standin in (first, second):
+            healthy = run_cli("doctor", env=standin_env(standin, tmp_path))
+            assert "[ok  ] certificate trusted" in healthy.stdout, healthy.stdout
 
 
 def test_doctor_names_a_rejected_key_and_its_fix(standin: StandinProcess, tmp_path: Path) -> None:
@@ -172,8 +197,7 @@ def test_call_answers_by_meaning_and_doctor_shows_the_index(tmp_path: Path) -> N
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Ferry.md").write_text(
-        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun "
-        "has set.\n"
+        "# The Ferry\n\nOld Tomas refuses to carry anyone across the river once the sun has set.\n"
     )
     (vault / "Garden.md").write_text(
         "# The Garden\n\nTomatoes grow against the south wall, where the bricks hold heat.\n"
@@ -238,11 +262,22 @@ async def test_the_progress_bar_in_a_log_shows_each_tenth_of_each_phase_once(
 def test_memory_list_forget_and_export_without_an_agent(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
-    env = {"OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
-           "OBSIDIAN_CACHE_DIR": str(tmp_path / "cache"), "OBSIDIAN_MEMORY_MEANING": "false"}
+    env = {
+        "OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
+        "OBSIDIAN_CACHE_DIR": str(tmp_path / "cache"),
+        "OBSIDIAN_MEMORY_MEANING": "false",
+    }
     for content, scope in (("Mira moved to Vastry", ""), ("The cellar hides wine", "tamsin")):
-        stored = run_cli("call", "--vault", str(vault), "vault_remember", f"content={content}",
-                         "tags=[\"story\"]", *([f"scope={scope}"] if scope else []), env=env)
+        stored = run_cli(
+            "call",
+            "--vault",
+            str(vault),
+            "vault_remember",
+            f"content={content}",
+            'tags=["story"]',
+            *([f"scope={scope}"] if scope else []),
+            env=env,
+        )
         assert stored.returncode == 0, stored.stderr
     listed = run_cli("memory", "list", "--vault", str(vault), env=env)
     assert listed.returncode == 0, listed.stderr
@@ -256,7 +291,8 @@ def test_memory_list_forget_and_export_without_an_agent(tmp_path: Path) -> None:
     assert "Mira moved to Vastry" in page and "cellar" not in page
     exported = run_cli("memory", "--vault", str(vault), "export", env=env)  # either order
     assert [json.loads(line)["content"] for line in exported.stdout.splitlines()] == [
-        "Mira moved to Vastry"]
+        "Mira moved to Vastry"
+    ]
     # Forgetting is idempotent; an id no memory ever had is named with the shell's fix.
     again = run_cli("memory", "forget", wine[1], "--vault", str(vault), env=env)
     assert again.returncode == 0, again.stderr
@@ -284,8 +320,11 @@ def test_an_export_read_only_in_part_ends_quietly(tmp_path: Path) -> None:
         f'"{sys.executable}" -m obsidian_mcp memory export --vault "{vault}" | head -3',
         shell=True,
         cwd=REPO_ROOT,
-        env={**base, "OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
-             "OBSIDIAN_MEMORY_MEANING": "false"},
+        env={
+            **base,
+            "OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
+            "OBSIDIAN_MEMORY_MEANING": "false",
+        },
         capture_output=True,
         text=True,
         timeout=60,

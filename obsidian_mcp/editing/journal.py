@@ -14,6 +14,7 @@ it).
 
 import hashlib
 import logging
+import re
 import secrets
 import sqlite3
 import threading
@@ -28,6 +29,9 @@ KEPT_EDITS = 500
 # What a note last received from this server is asked about only while its change is
 # recent (the typing guard's seconds); an hour leaves room for a clock that jumps.
 WRITTEN_KEPT_SECONDS = 3600.0
+# An edit's id as `record` makes it, not already named with its vault (`work:e-...`): how
+# a message's ids are found to name their vault.
+EDIT_ID = re.compile(r"(?<![\w:-])e-[0-9a-f]{8}\b")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS edits (

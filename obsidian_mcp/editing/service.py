@@ -69,6 +69,17 @@ _SIDE_CHARS = 16
 _CHANGED_LINES_SHOWN = 8
 
 
+class UnknownEdit(EditRefused):
+    """An undo of an id this vault's journal does not hold."""
+
+    def __init__(self, edit_id: str) -> None:
+        self.edit_id = edit_id.strip()
+        super().__init__(
+            f"No edit {excerpt(edit_id, 40)} in the journal (it keeps the last edits of "
+            "this vault, made by this server). Use the edit_id from an edit's receipt."
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Receipt:
     path: str
@@ -102,6 +113,10 @@ class Editor:
 
     def close(self) -> None:
         self._journal.close()
+
+    def holds(self, edit_id: str) -> bool:
+        """Whether this vault's journal has an edit of this id (to undo, or undone)."""
+        return self._journal.get(edit_id) is not None
 
     # -- edit --------------------------------------------------------------------------
 
@@ -348,10 +363,7 @@ class Editor:
     async def undo(self, edit_id: str) -> Receipt:
         entry = self._journal.get(edit_id)
         if entry is None:
-            raise EditRefused(
-                f"No edit {excerpt(edit_id, 40)} in the journal (it keeps the last edits of "
-                "this vault, made by this server). Use the edit_id from an edit's receipt."
-            )
+            raise UnknownEdit(edit_id)
         if entry.undone_by is not None:
             raise EditRefused(
                 f"Edit {entry.id} was already undone (by {entry.undone_by}); undo that one to "

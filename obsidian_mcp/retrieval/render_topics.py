@@ -114,7 +114,7 @@ def format_quick_context(context: QuickContext) -> str:
         lines.append("## key passages")
         lines.extend(passage_block(hit) for hit in context.previews)
     if not context.main_files:
-        lines.append("Nothing in the vault matches this topic; try other words.")
+        lines.append("Nothing matches this topic; try other words.")
     lines.append(f"next: {_quick_next(context)}")
     return "\n".join(lines)
 

@@ -44,8 +44,8 @@ def _several_intro(vaults: VaultSet) -> str:
     default = vaults.default
     names = ", ".join(name + (" (default)" if name == default else "") for name in vaults.names)
     return (
-        f"The user's Obsidian vaults: {names}. Every tool takes vault=NAME; searches without "
-        "it cover all. Paths read back as shown (NAME:path)."
+        f"Obsidian vaults: {names}. vault=NAME picks one; unset, searches cover all. Paths "
+        "read back as shown (NAME:path)."
     )
 
 

@@ -6,7 +6,7 @@ process (and the embedding model it loaded once)."""
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import httpx
@@ -19,6 +19,7 @@ from obsidian_mcp.limits import excerpt
 from obsidian_mcp.memory.store import MemoryStore
 from obsidian_mcp.opening import model_loader, open_editor, open_memory, open_retriever, open_vault
 from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.identity import compare_sources
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.vault import NoVaultConfigured, Vault
@@ -44,6 +45,10 @@ class UnknownVault(VaultError):
         )
 
 
+# How long a check waits to tell whether a REST vault is a folder vault served twice.
+_TWIN_CHECK_SECONDS = 5.0
+
+
 @dataclass
 class ServedVault:
     """One configured vault at run time: its settings, and what serves it or why nothing
@@ -59,9 +64,41 @@ class ServedVault:
     configuration_error: str | None = None
     # How its fixes name its settings (`NamedVault.in_its_terms`).
     named: NamedVault | None = None
+    # The folder vaults (name, folder) this REST vault is still to be compared with, to
+    # tell whether it is one of them served again: it did not answer when the server
+    # started, so it is compared when a call first finds it answering (`check_twins`).
+    twins_unchecked: list[tuple[str, FolderSource]] = field(
+        default_factory=list[tuple[str, FolderSource]]
+    )
+    _twin_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
 
     def in_its_terms(self, text: str) -> str:
         return self.named.in_its_terms(text) if self.named is not None else text
+
+    async def check_twins(self) -> str | None:
+        """Why this REST vault is not served: it answers as a folder vault of this server
+        does (the API carries no vault identity; the listing and a sample of notes tell).
+        Then every call on it says so. None while it is not one, or does not answer yet."""
+        async with self._twin_lock:
+            rest = self.services.vault.rest if self.services is not None else None
+            while self.twins_unchecked and rest is not None:
+                other, disk = self.twins_unchecked[0]
+                try:
+                    with anyio.fail_after(_TWIN_CHECK_SECONDS):
+                        check = await compare_sources(rest, disk)
+                except (VaultError, TimeoutError):
+                    return None  # Obsidian not answering: nothing to tell yet
+                self.twins_unchecked.pop(0)
+                if check.verdict == "same":
+                    why = (
+                        f"it serves the same vault as {other} (its Local REST API at "
+                        f"{rest.url} and {other}'s folder {disk.root}: {check.evidence}); keep "
+                        "one of them, or both the folder and the API key in one vault's table."
+                    )
+                    logger.error("vault %s is not served: %s", self.name, why)
+                    self.twins_unchecked.clear()
+                    self.configuration_error = self.unavailable_reason = why
+            return self.configuration_error
 
     def require(self) -> VaultServices:
         if self.configuration_error is not None:
@@ -150,41 +187,30 @@ async def _serve_vault(
     return ServedVault(named.name, settings, services, note, named=named)
 
 
-# How long the start waits to tell whether a REST vault is a folder vault served twice.
-_TWIN_CHECK_SECONDS = 5.0
-
-
 async def _refuse_twins(served: dict[str, ServedVault]) -> None:
-    """One vault configured twice, through its folder and through its Local REST API (the
-    API carries no vault identity; the listing and a sample of notes tell): the REST one is
-    not served, so one vault's notes, memories and edits never answer under two names."""
+    """One vault configured twice, through its folder and through its Local REST API: the
+    REST one is not served, so one vault's notes, memories and edits never answer under two
+    names. A REST vault that does not answer yet is compared when it first does."""
     folders = [
         (name, disk)
         for name, vault in served.items()
         if vault.services is not None and (disk := vault.services.vault.disk) is not None
     ]
     for name, vault in list(served.items()):
-        rest = vault.services.vault.rest if vault.services is not None else None
-        if rest is None or vault.services is None:
+        if vault.services is None or vault.services.vault.rest is None:
             continue
-        for other, disk in folders:
-            if other == name or disk is vault.services.vault.disk:
-                continue
-            try:
-                with anyio.fail_after(_TWIN_CHECK_SECONDS):
-                    check = await compare_sources(rest, disk)
-            except (VaultError, TimeoutError):
-                continue  # Obsidian not answering: nothing to tell yet
-            if check.verdict == "same":
-                why = (
-                    f"it serves the same vault as {other} (its Local REST API at {rest.url} "
-                    f"and {other}'s folder {disk.root}: {check.evidence}); keep one of them, "
-                    "or both the folder and the API key in one vault's table."
-                )
-                logger.error("vault %s is not served: %s", name, why)
-                await _close(vault.services)
-                served[name] = ServedVault(name, vault.settings, None, why, why, vault.named)
-                break
+        own = vault.services.vault.disk
+        vault.twins_unchecked = [(other, disk) for other, disk in folders if disk is not own]
+        if await vault.check_twins() is not None:
+            await _close(vault.services)
+            served[name] = ServedVault(
+                name,
+                vault.settings,
+                None,
+                vault.unavailable_reason,
+                vault.configuration_error,
+                vault.named,
+            )
 
 
 async def _close(services: VaultServices) -> None:

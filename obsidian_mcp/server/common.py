@@ -22,7 +22,12 @@ from obsidian_mcp.errors import (
 )
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import normalize_vault_path
-from obsidian_mcp.qualified import qualified, qualify, split_qualified
+from obsidian_mcp.qualified import (
+    qualified,
+    qualify,
+    split_qualified,
+    with_edit_ids_qualified,
+)
 from obsidian_mcp.reading import notes_named
 from obsidian_mcp.server.app import AppState, ServedVault, VaultServices
 from obsidian_mcp.usage.facts import vaults_used
@@ -166,7 +171,8 @@ def _in_vault(call: VaultCall, exc: VaultError) -> VaultError:
         )
     if isinstance(exc, IsAFolder):
         return IsAFolder(call.shown_path(exc.path))
-    return VaultError(f"In vault {call.name}: {call.in_its_terms(str(exc))}")
+    message = with_edit_ids_qualified(call.name, call.in_its_terms(str(exc)))
+    return VaultError(f"In vault {call.name}: {message}")
 
 
 @contextmanager
@@ -214,6 +220,7 @@ async def vault_call(
     with tool_errors():
         state = app_state(ctx)
         served, bare = _vault_named(state, vault, path)
+        await (served or state.served()).check_twins()
         call = _call(state, served or state.served(), bare)
         if call.several and bare == path:  # no vault's name before a colon
             await _refuse_an_unknown_vault(state, [call], bare)
@@ -227,6 +234,32 @@ async def vault_call(
             if not elsewhere:
                 raise
             raise NoteNotFound(missing.path, elsewhere) from missing
+
+
+async def refuse_if_another_vault_holds(
+    state: AppState,
+    call: VaultCall,
+    kind: str,
+    holds: Callable[[VaultServices], Awaitable[bool]],
+    retry: str,
+) -> None:
+    """An id shown without its vault (`call.path`) that the vault in scope lacks: when
+    another vault `holds` it, the refusal names that vault and the call that works, `retry`
+    with the qualified id in its `{}`. Nothing when no other vault has it."""
+    if not call.several:
+        return
+    for other in state.vaults:
+        if other.name == call.name or other.services is None:
+            continue
+        try:
+            found = await holds(other.services)
+        except VaultError:
+            continue
+        if found:
+            raise InvalidArgument(
+                f"No {kind} has the id {call.path!r} in vault {call.name}; vault {other.name} "
+                f"has it: {retry.format(qualify(other.name, call.path.strip()))}."
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +287,7 @@ async def search_every_vault(
         state = app_state(ctx)
         served, bare = _vault_named(state, vault, folder)
         if served is not None:
+            await served.check_twins()
             call = _call(state, served, bare)
             if call.several:
                 vaults_used([call.name])
@@ -270,6 +304,9 @@ async def search_every_vault(
         except VaultError as exc:
             failures[call.name] = exc
 
+    async with anyio.create_task_group() as checks:
+        for each in state.vaults:
+            checks.start_soon(each.check_twins)
     for each in state.vaults:
         try:
             calls.append(_call(state, each, bare))

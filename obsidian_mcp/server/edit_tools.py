@@ -8,10 +8,17 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from obsidian_mcp.editing.operations import EditRequest, Operation
-from obsidian_mcp.editing.service import Receipt
+from obsidian_mcp.editing.service import Receipt, UnknownEdit
 from obsidian_mcp.limits import MAX_ID_CHARS, MAX_PATH_CHARS
-from obsidian_mcp.server.app import AppState
-from obsidian_mcp.server.common import OutputFormat, VaultName, to_json, vault_call
+from obsidian_mcp.server.app import AppState, VaultServices
+from obsidian_mcp.server.common import (
+    OutputFormat,
+    VaultName,
+    app_state,
+    refuse_if_another_vault_holds,
+    to_json,
+    vault_call,
+)
 
 # Destructive: replace, delete and replace_text remove the user's text (undo can bring it
 # back, but the hint is about the call). Not idempotent: appending twice adds twice.
@@ -100,5 +107,15 @@ def register_edit_tools(mcp: MCPServer[AppState]) -> None:
         """Undo an edit; refused if the text it wrote has changed."""
         # With several vaults a receipt's edit_id names its vault, as its path does.
         async with vault_call(ctx, vault, edit_id) as call:
-            receipt = call.shown(await call.services.editor.undo(call.path))
+            try:
+                receipt = call.shown(await call.services.editor.undo(call.path))
+            except UnknownEdit:
+
+                async def holds(services: VaultServices) -> bool:
+                    return services.editor.holds(call.path)
+
+                await refuse_if_another_vault_holds(
+                    app_state(ctx), call, "edit", holds, "vault_undo_edit(edit_id='{}')"
+                )
+                raise
         return to_json(receipt) if format == "json" else format_receipt(receipt)

@@ -9,7 +9,6 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.limits import MAX_FILTER_TAGS, MAX_ID_CHARS, MAX_MOMENT_CHARS, MAX_QUERY_CHARS
 from obsidian_mcp.memory.model import (
     MAX_CONTENT_CHARS,
@@ -33,15 +32,15 @@ from obsidian_mcp.memory.store import MAX_RECALL_LIMIT, UnknownMemoryId
 from obsidian_mcp.memory.timespec import TimeRange
 from obsidian_mcp.paths import note_name
 from obsidian_mcp.qualified import qualify, split_qualified
-from obsidian_mcp.server.app import AppState
+from obsidian_mcp.server.app import AppState, VaultServices
 from obsidian_mcp.server.common import (
     READ_ONLY,
     MaxTokens,
     OneOrMore,
     OutputFormat,
-    VaultCall,
     VaultName,
     app_state,
+    refuse_if_another_vault_holds,
     resource_errors,
     to_json,
     vault_call,
@@ -100,23 +99,6 @@ def handover_note(paths: Sequence[str]) -> str:
         return (name == "handover", "living" in name, name)
 
     return max(found, key=rank, default=DEFAULT_HANDOVER)
-
-
-async def _vault_holding(state: AppState, call: VaultCall, memory_id: str) -> str | None:
-    """The other vault whose memories hold this id, if one does (several vaults only)."""
-    if not call.several:
-        return None
-    wanted = memory_id.strip().lower()
-    for other in state.vaults:
-        if other.name == call.name or other.services is None:
-            continue
-        try:
-            memories = await other.services.memory.export(include_superseded=True)
-        except VaultError:
-            continue
-        if any(memory.id.lower() == wanted for memory in memories):
-            return other.name
-    return None
 
 
 def register_memory_tools(mcp: MCPServer[AppState]) -> None:
@@ -258,13 +240,16 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             try:
                 forgotten = await memory_store.forget(call.path)
             except UnknownMemoryId:
-                owner = await _vault_holding(app_state(ctx), call, call.path)
-                if owner is None:
-                    raise
-                raise InvalidArgument(
-                    f"No memory has the id {call.path!r} in vault {call.name}; vault {owner} "
-                    f"has it: vault_forget(id='{owner}:{call.path}')."
-                ) from None
+                wanted = call.path.strip().lower()
+
+                async def holds(services: VaultServices) -> bool:
+                    memories = await services.memory.export(include_superseded=True)
+                    return any(memory.id.lower() == wanted for memory in memories)
+
+                await refuse_if_another_vault_holds(
+                    app_state(ctx), call, "memory", holds, "vault_forget(id='{}')"
+                )
+                raise
         return render_forgotten(forgotten, memory_store.now())
 
     @mcp.resource(

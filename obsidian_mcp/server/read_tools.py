@@ -178,15 +178,16 @@ def tree_data(node: FolderNode, depth: int) -> dict[str, object]:
 
 
 def format_search_map(result: SearchMap) -> str:
-    where = f"in {result.folder}/" if result.folder else "in the vault"
+    # Said without "in the vault": the map may be of every vault the server serves.
+    where = f" in {result.folder}/" if result.folder else ""
     if not result.rows:
         return (
-            f"No note {where} contains every word of {echo(result.query)}. Try fewer or "
+            f"No note{where} contains every word of {echo(result.query)}. Try fewer or "
             "other words, or vault_semantic_query for meaning rather than exact words."
         )
     lines = [
         f"{plural(result.total_matches, 'match', 'matches')} of {echo(result.query)} in "
-        f"{plural(result.total_files, 'file')} {where}:"
+        f"{plural(result.total_files, 'file')}{where}:"
     ]
     for row in result.rows:
         name = row.path + "/" if row.is_folder else row.path
