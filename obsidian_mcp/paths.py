@@ -63,10 +63,33 @@ def parent_folder(path: str) -> str:
     return path.rpartition("/")[0]
 
 
+# Between a vault's name and a path in it, as replies show paths with several vaults.
+VAULT_SEPARATOR = ":"
+
+
+class ShownPath(str):
+    """A vault path as a reply shows it with several vaults, its vault's name first
+    (`lore:10:30 standup.md`), that still knows the path in its vault: a note's name may
+    hold a colon (Obsidian refuses one, but a note synced from elsewhere can have it), so
+    the text alone cannot tell where a vault's name ends."""
+
+    vault: str
+    in_vault: str
+
+    def __new__(cls, vault: str, path: str) -> "ShownPath":
+        shown = super().__new__(cls, f"{vault}{VAULT_SEPARATOR}{path}")
+        shown.vault, shown.in_vault = vault, path
+        return shown
+
+    def __reduce__(self) -> tuple[type["ShownPath"], tuple[str, str]]:
+        # How copies are made (`dataclasses.asdict` deep-copies every value).
+        return ShownPath, (self.vault, self.in_vault)
+
+
 def note_name(path: str) -> str:
-    """The name Obsidian shows: the basename without a `.md` extension. Obsidian refuses a
-    colon in a name, so one before the basename ends a vault's name (`lore:Home.md`)."""
-    base = path.rpartition("/")[2].rpartition(":")[2]
+    """The name Obsidian shows: the basename without a `.md` extension (of the path in its
+    vault, for a path shown with its vault's name)."""
+    base = (path.in_vault if isinstance(path, ShownPath) else path).rpartition("/")[2]
     return base[:-3] if base.lower().endswith(".md") else base
 
 

@@ -15,13 +15,14 @@ from typing import Any, TypeVar, cast
 
 from obsidian_mcp.editing.journal import EDIT_ID
 from obsidian_mcp.editing.service import Receipt
+from obsidian_mcp.paths import VAULT_SEPARATOR, ShownPath
 from obsidian_mcp.reading import FolderNode, MapRow, NoteOutline, NoteWindow
 from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult
 from obsidian_mcp.retrieval.quick_context import Entity
 from obsidian_mcp.retrieval.related import Neighbour, Related
 from obsidian_mcp.vault_set import name_key
 
-SEPARATOR = ":"
+SEPARATOR = VAULT_SEPARATOR
 
 T = TypeVar("T")
 
@@ -49,7 +50,7 @@ _ID_TEXT_FIELDS: dict[type, tuple[str, ...]] = {Receipt: ("target", "note")}
 
 
 def qualify(vault: str, path: str) -> str:
-    return f"{vault}{SEPARATOR}{path}"
+    return ShownPath(vault, path)
 
 
 def split_qualified(value: str, names: Collection[str]) -> tuple[str | None, str]:

@@ -376,10 +376,13 @@ async def test_a_misspelt_vault_prefix_is_refused_and_nothing_is_written(
         assert "which names no vault (the vaults are lore, work)" in answer, (tool, answer)
     assert sorted(p.relative_to(two_vaults.lore) for p in two_vaults.lore.rglob("*")) == before
     # A real note whose name holds a colon is that note, shown with its vault's name.
-    (two_vaults.lore / "10:30 standup.md").write_text("# Standup\n\nShip it.\n", "utf-8")
+    (two_vaults.lore / "10:30 standup.md").write_text("# Standup\n\nShip zephyrine.\n", "utf-8")
     try:
         standup = await call(client, "vault_read_note", path="10:30 standup.md")
-        assert standup.startswith("lore:10:30 standup.md") and "Ship it." in standup
+        assert standup.startswith("lore:10:30 standup.md · [[10:30 standup]]"), standup
+        assert "Ship zephyrine." in standup
+        found = await call(client, "vault_smart_search", query="zephyrine", vault="lore")
+        assert "### [[10:30 standup]] · " in found, found
     finally:
         (two_vaults.lore / "10:30 standup.md").unlink()
 
