@@ -6,7 +6,6 @@ before its binding host changed), trusted by a SHA-256 pin. Both vaults hold `Ho
 import json
 import os
 import re
-import shutil
 import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator
@@ -78,20 +77,23 @@ class TwoVaults:
         tomllib.loads(self.config.read_text("utf-8"))  # the test's own file must be valid
 
 
+def write_vault(folder: Path, notes: dict[str, str]) -> Path:
+    """A vault folder of these notes, written an hour ago: nobody is typing in them, so an
+    edit is not told to wait (through the REST API alone it would be, even with force)."""
+    long_ago = time.time() - 3600
+    for note, text in notes.items():
+        (folder / note).parent.mkdir(parents=True, exist_ok=True)
+        (folder / note).write_text(text, "utf-8")
+        os.utime(folder / note, (long_ago, long_ago))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def two_vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoVaults]:
     root = tmp_path_factory.mktemp("two-vaults")
     lore = copy_fixture_vault(root / "Lore")
-    work = root / "Work"
-    for note in WORK_NOTES:
-        (work / note).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(LEDGERLINE / note, work / note)
-    (work / "Home.md").write_text(WORK_HOME, "utf-8")
-    # Written an hour ago, as the copied notes are: nobody is typing in them, so an edit
-    # is not told to wait (through the REST API alone it would be, even with force).
-    long_ago = time.time() - 3600
-    for note in work.rglob("*.md"):
-        os.utime(note, (long_ago, long_ago))
+    work_notes = {note: (LEDGERLINE / note).read_text("utf-8") for note in WORK_NOTES}
+    work = write_vault(root / "Work", work_notes | {"Home.md": WORK_HOME})
     # The plugin made its certificate while it listened on 127.0.0.1; it keeps it when the
     # binding host changes, so the certificate does not name the address it answers on.
     cert = generate_certificate(root / "cert")

@@ -7,11 +7,8 @@ And a REST vault that was down when the server started and turns out to be a fol
 served again is refused when it comes up (item 4)."""
 
 import json
-import os
 import re
-import shutil
 import socket
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +25,15 @@ from tests.conftest import NO_MEANING_WAIT, seed_index
 from tests.fixture_vault import copy_fixture_vault
 from tests.standin.certs import generate_certificate
 from tests.standin.process import StandinProcess
-from tests.test_several_vaults import LEDGERLINE, WORK_HOME, WORK_NOTES, call, refused, run_cli
+from tests.test_several_vaults import (
+    LEDGERLINE,
+    WORK_HOME,
+    WORK_NOTES,
+    call,
+    refused,
+    run_cli,
+    write_vault,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -78,17 +83,9 @@ class ThreeVaults:
 def three_vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreeVaults]:
     root = tmp_path_factory.mktemp("three-vaults")
     lore = copy_fixture_vault(root / "Lore")
-    work = root / "Work"
-    for note in WORK_NOTES:
-        (work / note).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(LEDGERLINE / note, work / note)
-    (work / "Home.md").write_text(WORK_HOME, "utf-8")
-    journal = root / "Journal"
-    long_ago = time.time() - 3600  # nobody is typing in them: an edit need not wait
-    for note, text in JOURNAL_NOTES.items():
-        (journal / note).parent.mkdir(parents=True, exist_ok=True)
-        (journal / note).write_text(text, "utf-8")
-        os.utime(journal / note, (long_ago, long_ago))
+    work_notes = {note: (LEDGERLINE / note).read_text("utf-8") for note in WORK_NOTES}
+    work = write_vault(root / "Work", work_notes | {"Home.md": WORK_HOME})
+    journal = write_vault(root / "Journal", JOURNAL_NOTES)
     cert = generate_certificate(root / "cert")
     with StandinProcess(work, binding_host="127.0.0.2", cert_dir=root / "cert") as standin:
         config = root / "vaults.toml"
