@@ -20,6 +20,7 @@ from mcp.types import TextContent
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.tls import fingerprint
+from obsidian_mcp.usage.log import LOG_FILE
 from obsidian_mcp.vault_set import configured_vaults
 from tests.conftest import NO_MEANING_WAIT, seed_index
 from tests.fixture_vault import copy_fixture_vault
@@ -340,6 +341,7 @@ def test_call_and_index_answer_from_the_vaults_that_answer(
         "OBSIDIAN_CONFIG_DIR": str(tmp_path / "config"),
         "OBSIDIAN_CACHE_DIR": str(tmp_path / "cache"),
         "OBSIDIAN_RETRY_BUDGET": "1",
+        "OBSIDIAN_USAGE_LOG": "on",
     }
     cli = (monkeypatch, capsys)
     asked = run_cli(
@@ -354,6 +356,9 @@ def test_call_and_index_answer_from_the_vaults_that_answer(
     assert asked.returncode == 0, asked.stderr
     assert "journal:Projects/Seagrass Survey.md" in asked.stdout
     assert "(not searched: In vault away: " in asked.stdout
+    # Item 11: the usage log counts the search for the vault that answered only.
+    logged = (tmp_path / "cache" / "usage" / LOG_FILE).read_text("utf-8").splitlines()
+    assert [json.loads(line)["vaults"] for line in logged] == [["journal"]]
     indexed = run_cli(*cli, "index", "--config", str(config), env=env)
     assert indexed.returncode == 1
     assert "journal: passage index" in indexed.stdout

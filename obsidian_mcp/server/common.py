@@ -318,7 +318,9 @@ async def search_every_vault(
     async with anyio.create_task_group() as group:
         for call in calls:
             group.start_soon(run, call)
-    vaults_used(call.name for call in calls)
+    # The vaults that answered: one that failed searched nothing, so its figures in
+    # `stats` (calls, misses) leave this call out.
+    vaults_used(call.name for call in calls if call.name in found)
     if not found:
         with tool_errors():
             raise next(iter(failures.values()))
