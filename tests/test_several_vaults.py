@@ -638,3 +638,20 @@ def test_the_environment_still_configures_one_vault(tmp_path: Path) -> None:
     assert not one.several and one.vaults[0].settings is settings
     named = _vaults(settings, f"notes={tmp_path}")
     assert named.names == ["notes"] and named.vaults[0].settings.api_key is not None
+
+
+def test_a_vault_folder_whose_name_holds_an_equals_sign_is_that_folder(tmp_path: Path) -> None:
+    """Issue 35, item 17: `--vault ~/Notes=2024` is that folder, alone or beside another,
+    not the vault `~/Notes` at `2024`; NAME=PATH still names a vault."""
+    dated = tmp_path / "Notes=2024"
+    dated.mkdir()
+    other = tmp_path / "Other"
+    other.mkdir()
+    settings = Settings.model_validate({"api_key": None, "vault_path": None})
+    alone = _vaults(settings, str(dated))
+    assert alone.names == ["Notes=2024"] and alone.vaults[0].settings.vault_path == dated
+    both = _vaults(settings, str(dated), f"other={other}")
+    assert both.names == ["Notes=2024", "other"]
+    assert both.vaults[0].settings.vault_path == dated
+    named = _vaults(settings, f"dated={dated}")
+    assert named.names == ["dated"] and named.vaults[0].settings.vault_path == dated
