@@ -26,7 +26,15 @@ from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
-from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore, NoteRow, StoredPassage
+from obsidian_mcp.index.store import (
+    SCHEMA_VERSION,
+    IndexStore,
+    Note,
+    NoteRow,
+    PassageRow,
+    StoredPassage,
+)
+from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval.candidates import query_terms
 from obsidian_mcp.retrieval.search import Retriever
@@ -811,3 +819,102 @@ def test_the_cycle_collector_is_off_during_loads_and_on_after_the_last() -> None
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Zeros:
+    """A model stand-in for counting what the builder looks up (what it finds is not
+    what these tests measure, so no vector need mean anything)."""
+
+    model_id = "zeros"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        return np.zeros((len(texts), 8), dtype=np.float32)
+
+    def get(self) -> "_Zeros":
+        return self
+
+
+def _stored_texts(store: IndexStore, notes: int, first: int = 0, word: str = "text") -> None:
+    """Notes of seven passages holding one to three texts each, as a vault's notes do."""
+    rows = [
+        Note(
+            f"n{i}.md",
+            0,
+            100,
+            "",
+            (),
+            None,
+            tuple(
+                PassageRow((f"h{j}",), j * 100, j * 100 + 90, ("w",), ("h",), texts)
+                for j in range(7)
+                for texts in [tuple(f"note {i} passage {j} {word} {k}" for k in range(1 + j % 3))]
+            ),
+        )
+        for i in range(first, first + notes)
+    ]
+    store.put_notes(rows)
+
+
+def _look_up_steps(store: IndexStore, notes: int) -> tuple[int, int]:
+    """(SQLite steps the builder's look-ups took, texts they returned) building the index
+    of `notes` notes: the look-ups' work alone."""
+    _stored_texts(store, notes)
+    steps = 0
+    returned: list[str] = []
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    look_up = store.unembedded
+
+    def counted(model: str, limit: int, after: int = 0) -> tuple[list[tuple[str, str]], int]:
+        store._db.set_progress_handler(count, 100)  # pyright: ignore[reportPrivateUsage]
+        try:
+            pending, last = look_up(model, limit, after)
+        finally:
+            store._db.set_progress_handler(None, 100)  # pyright: ignore[reportPrivateUsage]
+        returned.extend(digest for digest, _ in pending)
+        return pending, last
+
+    store.unembedded = counted  # type: ignore[method-assign]
+    EmbeddingBuilder(store, _Zeros()).run_until_done()  # type: ignore[arg-type]
+    assert len(returned) == len(set(returned))  # each text once
+    return steps, len(returned)
+
+
+def test_the_builder_reads_each_text_once_so_a_build_grows_linearly(tmp_path: Path) -> None:
+    """Issue 38: each look-up of what is left to embed scanned every text, so a build's
+    look-ups grew with the square of the vault (131 of 161 CPU-seconds at 10,000 notes).
+    Four times the notes now take about four times the look-up work."""
+    small, small_texts = _look_up_steps(IndexStore(tmp_path / "small.sqlite"), 300)
+    large, large_texts = _look_up_steps(IndexStore(tmp_path / "large.sqlite"), 1200)
+    assert large_texts == 4 * small_texts == 4 * 300 * 13
+    assert large < 6 * small, (small, large)  # quadratic: about 16 times
+
+
+def test_texts_stored_behind_the_look_up_are_embedded_in_the_same_build(tmp_path: Path) -> None:
+    """A note stored again while the build runs may take rows behind where the builder's
+    look-up has reached (SQLite reuses the highest row ids freed): one more look-up from
+    the start finds them before the build stops."""
+    store = IndexStore(tmp_path / "index.sqlite")
+    _stored_texts(store, 40)
+    look_up = store.unembedded
+    stored_again: list[int] = []
+
+    def storing_behind(model: str, limit: int, after: int = 0) -> tuple[list[tuple[str, str]], int]:
+        pending, last = look_up(model, limit, after)
+        if not pending and after and not stored_again:
+            _stored_texts(store, 1, first=39, word="changed")  # the last note, edited
+            stored_again.append(after)
+        return pending, last
+
+    store.unembedded = storing_behind  # type: ignore[method-assign]
+    EmbeddingBuilder(store, _Zeros()).run_until_done()  # type: ignore[arg-type]
+    assert stored_again and store.count_unembedded("zeros") == 0
+    behind = store._db.execute(  # pyright: ignore[reportPrivateUsage]
+        "SELECT count(*) FROM passage_texts WHERE text LIKE '%changed%' AND rowid <= ?",
+        stored_again,
+    ).fetchone()[0]
+    assert behind > 0  # the case this test is about did happen

@@ -25,9 +25,9 @@ logger = logging.getLogger(__name__)
 # 2-core machine under load (python -m bench.index_bench, 1,000 notes); texts are short
 # runs of sentences, so smaller batches cost little throughput and bound that wait.
 BUILD_BATCH = 4
-# Texts taken per look-up of what is left to embed. The look-up scans every passage text:
-# 350 ms at 160,000 texts (the generated 10,000-note vault), three times the time the model
-# takes for one batch, so one look-up serves many batches.
+# Texts taken per look-up of what is left to embed. A look-up reads on from where the last
+# one stopped (`IndexStore.unembedded`), so its cost is that of the texts it returns and
+# the size only sets how often the builder asks.
 PENDING_PER_LOOKUP = 256
 # Texts ranked by a partial sort before the rest is sorted at all (the order is the same
 # either way). A query reads texts until it has search's _DENSE_DEPTH (20) passages in
@@ -252,10 +252,17 @@ class EmbeddingBuilder:
         """Embed batch after batch until nothing is left; how many texts were embedded."""
         embedder = self._embedder.get()
         done = 0
+        after = 0
         while not self._stop.is_set():
-            pending = self._store.unembedded(embedder.model_id, PENDING_PER_LOOKUP)
+            pending, after_these = self._store.unembedded(
+                embedder.model_id, PENDING_PER_LOOKUP, after
+            )
             if not pending:
-                break
+                if after == 0:
+                    break
+                after = 0  # once more from the start, for texts stored behind the look-up
+                continue
+            after = after_these
             for first in range(0, len(pending), BUILD_BATCH):
                 if self._stop.is_set():
                     break
