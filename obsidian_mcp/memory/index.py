@@ -112,11 +112,14 @@ _COLUMNS = "id, ts, content, tags, context, type, source, scope, occurred, super
 # the 34 paraphrases of `python -m bench.memory_bench --meaning` (hit@1 / hit@5). Before:
 # meaning at weight 2 over words, 55.2 / 63.6 / 0.404, 18 / 22; plain RRF of BM25 and the
 # model 56.7 / 66.3 / 0.401. Words count fully once the best match holds WORDS_CONFIDENT
-# of the query's words (by idf), less below: full weight always gave 56.1 / 65.7 / 0.415
-# and 18 / 25 (no period); from 0.5, 61.1 / 69.7 / 0.451 but 17 / 25; from 0.7, 61.2 /
-# 69.8 / 0.444, 18 / 25; from 0.6, 61.2 / 69.7 / 0.451, 18 / 25.
+# of the query's words (by idf), in proportion below. Without the period's ranking: words
+# always at full weight 58.5 / 66.3 / 0.432 but 15 / 24; weight = the share held (from
+# 1.0) 56.1 / 65.7 / 0.415, 18 / 25; from 0.3, 58.3 / 66.1 / 0.432, 17 / 25. With it:
+# from 0.5, 61.1 / 69.7 / 0.451 but 17 / 25; from 0.7, 61.2 / 69.8 / 0.444, 18 / 25; from
+# 0.6, 61.2 / 69.7 / 0.451, 18 / 25.
 WORDS_CONFIDENT = 0.6
-# Meaning against words at full weight: 1.5 gave 59.7 / 68.4 / 0.433 (18 / 25).
+# Meaning against words at full weight: 1.5 gave 59.7 / 68.4 / 0.433, 18 / 25 (2.0, as
+# before, 55.2 / 65.1 / 0.406 without the period; WORDS_CONFIDENT 0.5 for both).
 MEANING_WEIGHT = 1.0
 # The period's ranking: none gave 57.9 / 66.0 / 0.428, 0.5 gave 59.9 / 68.4 / 0.447, 1.0
 # gave 61.1 / 69.7 / 0.451 and 2.0 the same (WORDS_CONFIDENT 0.5; paraphrases unmoved).

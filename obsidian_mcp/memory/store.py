@@ -537,8 +537,10 @@ class MemoryStore:
                 similar = {h: score for h, score in similar.items() if score >= MEANING_FLOOR}
             # Relative dates ("two weeks ago") count from the latest memory in view: what
             # a conversation's memories call "now", and within an explicit range its end.
-            anchor = index.newest(wanted) if text else None
-            period = mentioned_period(text, anchor) if anchor is not None else None
+            # Looked up only for a query that names a time at all.
+            period = mentioned_period(text, now) if text else None
+            if period is not None:
+                period = mentioned_period(text, index.newest(wanted) or now)
             selection = index.select(wanted, limit, similar, period)
             shown = selection.ranked
             replaced = index.replacements(m.id for m in shown) if include_superseded else {}
