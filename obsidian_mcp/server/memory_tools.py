@@ -192,7 +192,7 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             str | None,
             Field(
                 max_length=MAX_QUERY_CHARS,
-                description="Ranks by words, meaning and the dates it names.",
+                description="Ranks by words and meaning.",
             ),
         ] = None,
         # "week" and "month" are the last 7 and 30 days, as a model reads them.
