@@ -19,9 +19,9 @@ from obsidian_mcp.memory.model import (
     encode,
     normalize_tags,
 )
-from obsidian_mcp.memory.render import render_recall
+from obsidian_mcp.memory.render import recall_data, render_recall
 from obsidian_mcp.memory.store import MemoryStore, UnknownMemoryId
-from obsidian_mcp.memory.timespec import age, parse_moment, window
+from obsidian_mcp.memory.timespec import age, mentioned_period, parse_moment, window
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.memory_files import MEMORY, live_ids, memory_entries, memory_lines, writer_paths
@@ -544,3 +544,109 @@ def test_appends_racing_with_compaction_are_not_lost(vault: Path) -> None:
     # This device: the folding store's file alone; the other: its writers' slots.
     assert [(w.slot, w.generation) for w in devices if w is not None
             and w.device == mine.device] == [(mine.slot, mine.generation)]
+
+
+# -- dates a question names ---------------------------------------------------------------
+
+ANCHOR = datetime(2023, 10, 26, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "last"),
+    [
+        ("Who did Maria have dinner with on May 3, 2023?", "2023-05-03", "2023-05-03"),
+        ("What did Joanna finish on 23rd January, 2022?", "2022-01-23", "2022-01-23"),
+        ("the forest picture shared on December 1,2023", "2023-12-01", "2023-12-01"),
+        ("what happened on 2023-05-03", "2023-05-03", "2023-05-03"),
+        ("What setback did Melanie face in October 2023?", "2023-10-01", "2023-10-31"),
+        ("How many times has Melanie gone to the beach in 2023?", "2023-01-01", "2023-12-31"),
+        # A date or month without a year: the latest up to the anchor.
+        ("When did Melanie go camping in June?", "2023-06-01", "2023-06-30"),
+        ("What did we plan in December?", "2022-12-01", "2022-12-31"),
+        ("the party on May 3", "2023-05-03", "2023-05-03"),
+        ("the party on 30 October", "2022-10-30", "2022-10-30"),
+        # "last October" said in October is a year back.
+        ("what did we do last October", "2022-10-01", "2022-10-31"),
+        ("what did we do two weeks ago", "2023-10-09", "2023-10-15"),
+        ("the trip 3 days ago", "2023-10-23", "2023-10-23"),
+        ("what happened yesterday", "2023-10-25", "2023-10-25"),
+        ("what did we do last week", "2023-10-16", "2023-10-22"),
+        ("the match last weekend", "2023-10-21", "2023-10-22"),
+        ("what did I read last month", "2023-09-01", "2023-09-30"),
+        ("where did John go last year", "2022-01-01", "2022-12-31"),
+    ],
+)
+def test_a_question_names_a_period_of_the_calendar(question: str, first: str, last: str) -> None:
+    period = mentioned_period(question, ANCHOR)
+    assert period is not None
+    start, end = period
+    assert start == datetime.combine(datetime.fromisoformat(first).date(), datetime.min.time()
+                                     ).astimezone()
+    assert (end - timedelta(days=1)).date().isoformat() == last
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What may happen next?", "Meet at 10:30", "the 31 February, 2023 party", "in the summer"],
+)
+def test_a_question_without_a_date_names_no_period(question: str) -> None:
+    assert mentioned_period(question, ANCHOR) is None
+
+
+@pytest.mark.anyio
+async def test_a_date_in_the_question_prefers_what_happened_then_and_hides_nothing(
+    vault: Path,
+) -> None:
+    store = make_store(vault)
+    dinners = {
+        "2023-05-03": "Maria had dinner with her mother at the harbour.",
+        "2023-06-10": "Maria had dinner with Jean and talked about the shelter.",
+        "2023-06-24": "Maria had dinner with the volunteers after the shelter event.",
+    }
+    for day, content in dinners.items():
+        await store.remember(content, ["maria"], scope="maria", occurred=day)
+    await store.remember("Maria had dinner again.", ["maria"], scope="maria", occurred="2023-07-01")
+
+    recall = await store.recall(query="Who did Maria have dinner with on May 3, 2023?",
+                                scope="maria")
+    assert recall.memories[0].content == dinners["2023-05-03"]
+    assert recall.total == 4  # a preference: the other dinners follow
+    # Calendar words count from the latest memory in view (2023-07-01): last June.
+    recall = await store.recall(query="Maria dinner with volunteers last June", scope="maria")
+    assert [m.occurred for m in recall.memories[:2]] == ["2023-06-24", "2023-06-10"]
+    # Without the date, the same words rank the fullest match first.
+    recall = await store.recall(query="Maria had dinner with her mother", scope="maria")
+    assert recall.memories[0].content == dinners["2023-05-03"]
+    # An explicit range still filters; the question's date ranks within it.
+    ranged = await store.recall(query="Maria dinner on May 3, 2023", since="2023-06-01",
+                                scope="maria")
+    assert {m.occurred for m in ranged.memories} == {"2023-06-10", "2023-06-24", "2023-07-01"}
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_recall_entries_leave_out_what_the_request_said(vault: Path) -> None:
+    """Each entry spends tokens on the memory: no scope or tag the recall named, one date
+    (the day it happened, else its age), the same in JSON."""
+    store = make_store(vault)
+    for n in range(3):
+        await store.remember(f"Bram keeps the {n} keys of the cellar.", ["bram", "keys"],
+                             scope="bram", occurred="2026-04-03")
+    await store.remember("Bram hates the cellar.", ["bram"], scope="bram", type="fact")
+    recall = await store.recall(query="cellar keys", scope="bram", tags=["keys"], limit=2)
+    lines = render_recall(recall, 1000).splitlines()
+    assert lines[0] == (
+        "Best 2 of 3 memories known to bram (or shared) tagged keys; a larger limit shows more"
+    )
+    # Tagged keys (asked) and bram (the scope asked for): neither is news.
+    assert lines[1] == f"- {recall.memories[0].id} · 2026-04-03"
+    assert not any(line.startswith("Left out") for line in lines)  # the summary said it
+    first = recall_data(recall, 1000)["memories"][0]
+    assert first == {"id": recall.memories[0].id, "occurred": "2026-04-03",
+                     "content": recall.memories[0].content}
+    # Without `occurred`, its age; its type is news.
+    fact = await store.recall(query="hates", scope="bram")
+    assert render_recall(fact, 1000).splitlines()[1:3] == [
+        f"- {fact.memories[0].id} · just now · fact", "  Bram hates the cellar."
+    ]
+    store.close()

@@ -183,7 +183,8 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         assert await ok(client, "vault_recall", tags="gale") == by_tag  # one tag, not a list
         first_line, *rest = by_tag.splitlines()
         assert first_line == "3 memories tagged gale, newest just now, oldest 2 weeks ago"
-        assert rest[0].startswith(f"- {new_id} · just now · decision · #gale #ship")
+        # The tag the recall named is not repeated on each entry.
+        assert rest[0].startswith(f"- {new_id} · just now · decision · #ship")
         assert "source: [[Session 12]] (Sessions/Session 12.md)" in by_tag
 
         by_text = await ok(client, "vault_recall", query="storm journal")

@@ -19,12 +19,15 @@ from obsidian_mcp.index.embedder import AsyncEmbedder, Embedder, Matrix
 logger = logging.getLogger(__name__)
 
 # Cosine similarity from which a memory counts as close in meaning to a query, and how many
-# of the closest take part. Chosen on `python -m bench.memory_bench --meaning` (34
-# paraphrases over 1,000 memories, meaning weight 2): floor 0.30 gives hit@1 53%, hit@5 65%;
-# 0.20 gives 50%, 71% but lets far more unrelated memories count as matches. 28 of the 34
-# targets are at 0.30 or above; the model alone ranks 20 first and 27 in its top 5.
-MEANING_FLOOR = 0.30
-MOST_SIMILAR = 30
+# of the closest take part in the fusion with words (`index.WORDS_CONFIDENT` says on what
+# development set). Meaning weight 1, no period: the 30 nearest from 0.30 gave LoCoMo
+# any@5 / any@10 / MRR@10 56.3 / 62.7 / 0.422, the 100 nearest 58.5 / 66.3 / 0.432 from
+# 0.20 as from 0.0. With the period, WORDS_CONFIDENT 0.5: 50 nearest 60.7 / 68.8 / 0.449,
+# 100 61.1 / 69.7 / 0.451, 200 61.5 / 71.4 / 0.454 (paraphrase hit@1 17 of 34 for all
+# three; not yet tried at WORDS_CONFIDENT 0.6, where 100 gives 18); from 0.30, 61.0 / 69.6 /
+# 0.450 and paraphrase hit@5 23 (25 from 0.20).
+MEANING_FLOOR = 0.20
+MOST_SIMILAR = 100
 
 
 class MemoryVectors:

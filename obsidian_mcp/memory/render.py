@@ -76,13 +76,18 @@ def _memories(count: int) -> str:
     return plural(count, "memory", "memories")
 
 
-def _when(memory: Memory, now: datetime) -> list[str]:
-    """When it was written, and when it happened where that differs."""
-    written = age(memory.ts, now)
-    # `occurred` is a date on the user's calendar: compared with the local day of writing.
+def _happened(memory: Memory) -> str | None:
+    """When it happened, where that is not the day it was written (then its age says it).
+    `occurred` is a date on the user's calendar: compared with the local day of writing."""
     if memory.occurred and memory.occurred[:10] != memory.ts.astimezone().date().isoformat():
-        return [f"happened {memory.occurred}", f"written {written}"]
-    return [written]
+        return memory.occurred
+    return None
+
+
+def _unsaid(tags: tuple[str, ...], scope: str | None, asked: tuple[str, ...]) -> list[str]:
+    """The memory's tags but those the recall named, in `asked` or as its `scope` (a
+    character's memories are often tagged with the name they are scoped to)."""
+    return [tag for tag in tags if tag not in asked and tag != scope]
 
 
 def format_memory(
@@ -91,16 +96,21 @@ def format_memory(
     *,
     max_field: int | None = None,
     replaced_by: str | None = None,
+    scope: str | None = None,
+    tags: tuple[str, ...] = (),
 ) -> str:
-    """One memory in three short lines: id, age, type, scope and tags; content; why,
-    source, and what replaced it."""
+    """One memory in short lines: id, when (the day it happened, else its age), type,
+    scope and tags; content; why, source, and what replaced it. The `scope` and `tags` a
+    recall was filtered by are left out (`_unsaid`): every entry would repeat them."""
     memory = shown_fields(memory, max_field)
-    head = [memory.id, *_when(memory, now)]
+    head = [memory.id, _happened(memory) or age(memory.ts, now)]
     if memory.type:
         head.append(memory.type)
-    if memory.scope:
+    if memory.scope and memory.scope != scope:
         head.append(f"scope {memory.scope}")
-    head.append(" ".join("#" + tag for tag in memory.tags))
+    other_tags = _unsaid(memory.tags, scope, tags)
+    if other_tags:
+        head.append(" ".join("#" + tag for tag in other_tags))
     lines = ["- " + " · ".join(head), "  " + memory.content.replace("\n", "\n  ")]
     tail: list[str] = []
     if replaced_by:
@@ -116,13 +126,23 @@ def format_memory(
     return "\n".join(lines)
 
 
+def _criteria(recall: Recall) -> list[str]:
+    return [*recall.criteria, "matching the query"] if recall.ranked else recall.criteria
+
+
 def summary_line(recall: Recall) -> str:
     if recall.no_match:
         return (
-            f"No memory is about that ({' '.join(recall.criteria)}); the nearest follow, "
+            f"No memory is about that ({' '.join(_criteria(recall))}); the nearest follow, "
             "weak. Next: other words, tags, or vault_semantic_query on the notes."
         )
     what = " ".join([_memories(recall.total), *recall.criteria])
+    if recall.ranked:
+        # Best first; how many the limit left out is said here, not in a footer.
+        best = len(recall.memories)
+        if recall.total > best:
+            return f"Best {best} of {what}; a larger limit shows more"
+        return f"{what}, best first"
     if recall.newest is None or recall.oldest is None:
         return what
     newest, oldest = age(recall.newest, recall.now), age(recall.oldest, recall.now)
@@ -137,7 +157,7 @@ def _nothing_found(recall: Recall) -> str:
             "No memories are stored yet. Save what you learn with vault_remember(content, "
             "tags, context); to find facts in the notes, use vault_semantic_query."
         )
-    what = " ".join(["No memories", *recall.criteria])
+    what = " ".join(["No memories", *_criteria(recall)])
     lines = [f"{what} (of {_memories(recall.store_size)} stored)."]
     if recall.known_tags:
         tags = ", ".join(f"{tag} ({count})" for tag, count in recall.known_tags)
@@ -166,7 +186,9 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
     squeezed: int | None = None
     for memory in recall.memories:
         replaced_by = recall.replaced_by.get(memory.id)
-        text = format_memory(memory, recall.now, replaced_by=replaced_by)
+        text = format_memory(
+            memory, recall.now, replaced_by=replaced_by, scope=recall.scope, tags=recall.tags
+        )
         cost = estimate_tokens(text) + 1
         if cost > budget:
             if shown:
@@ -175,7 +197,14 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
             # content, context, tags, and the source (shown twice, as link and path). Each
             # keeps a readable minimum, so a tiny budget still says what the memory is.
             squeezed = max(max(budget, 0) * 4 // 5, _MIN_FIELD_CHARS)
-            text = format_memory(memory, recall.now, max_field=squeezed, replaced_by=replaced_by)
+            text = format_memory(
+                memory,
+                recall.now,
+                max_field=squeezed,
+                replaced_by=replaced_by,
+                scope=recall.scope,
+                tags=recall.tags,
+            )
             cost = estimate_tokens(text) + 1
         shown.append(text)
         budget -= cost
@@ -183,19 +212,20 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
 
 
 def _left_out(recall: Recall, shown: int) -> str | None:
-    missing = recall.total - shown
-    if missing <= 0:
-        return None
-    by_limit = recall.total - len(recall.memories)
+    # A ranked recall's summary says what the limit left out.
+    by_limit = 0 if recall.ranked else recall.total - len(recall.memories)
     by_budget = len(recall.memories) - shown
+    missing = by_limit + by_budget
     reasons: list[str] = []
     if by_budget:
         reasons.append(f"{by_budget} by the token budget")
     if by_limit:
         reasons.append(f"{by_limit} by limit={len(recall.memories)}")
+    if not missing:
+        return None
     return (
-        f"Left out {_memories(missing)} ({', '.join(reasons)}). To see more, call vault_recall "
-        f"again with a larger limit or max_tokens, or narrow it with query, tags or since."
+        f"Left out {_memories(missing)} ({', '.join(reasons)}); raise limit or max_tokens, or "
+        "narrow by query, tags or since."
     )
 
 
@@ -210,24 +240,36 @@ def render_recall(recall: Recall, max_tokens: int) -> str:
     return "\n".join([*lines, *_meaning_line(recall)])
 
 
-def memory_data(memory: Memory, now: datetime, max_field: int | None = None) -> dict[str, Any]:
+def memory_data(
+    memory: Memory,
+    now: datetime,
+    max_field: int | None = None,
+    *,
+    scope: str | None = None,
+    tags: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A memory as `format_memory` shows it, as data: the day it happened, else when it
+    was written; no empty fields, nor the `scope` and `tags` the recall was filtered by."""
     memory = shown_fields(memory, max_field)
-    data: dict[str, Any] = {
-        "id": memory.id,
-        "ts": format_ts(memory.ts),
-        "age": age(memory.ts, now),
-        "content": memory.content,
-        "tags": list(memory.tags),
-        "context": memory.context,
-    }
+    data: dict[str, Any] = {"id": memory.id}
+    happened = _happened(memory)
+    if happened:
+        data["occurred"] = happened
+    else:
+        data["ts"] = format_ts(memory.ts)
+        data["age"] = age(memory.ts, now)
+    data["content"] = memory.content
+    other_tags = _unsaid(memory.tags, scope, tags)
+    if other_tags:
+        data["tags"] = other_tags
+    if memory.context:
+        data["context"] = memory.context
     if memory.type:
         data["type"] = memory.type
     if memory.source:
         data["source"] = memory.source
-    if memory.scope:
+    if memory.scope and memory.scope != scope:
         data["scope"] = memory.scope
-    if memory.occurred:
-        data["occurred"] = memory.occurred
     if memory.supersedes:
         data["supersedes"] = list(memory.supersedes)
     return data
@@ -237,7 +279,9 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
     """The same answer as `render_recall`, as data; the same entries fit the same budget."""
     _, shown, squeezed = _pack(recall, max_tokens)
     memories = [
-        memory_data(m, recall.now, squeezed if i == 0 else None)
+        memory_data(
+            m, recall.now, squeezed if i == 0 else None, scope=recall.scope, tags=recall.tags
+        )
         for i, m in enumerate(recall.memories[:shown])
     ]
     for entry in memories:

@@ -49,7 +49,12 @@ from obsidian_mcp.memory.model import (
     normalize_type,
     validate_memory,
 )
-from obsidian_mcp.memory.timespec import describe_window, resolve_occurred, window
+from obsidian_mcp.memory.timespec import (
+    describe_window,
+    mentioned_period,
+    resolve_occurred,
+    window,
+)
 from obsidian_mcp.memory.view import render_view
 from obsidian_mcp.paths import is_hidden, normalize_vault_path
 from obsidian_mcp.vault import Vault
@@ -140,7 +145,8 @@ class Recall:
     total: int
     newest: datetime | None
     oldest: datetime | None
-    # The filters in words ("tagged gale", "matching 'storm'"), for the summary line.
+    # The filters in words ("tagged gale"), for the summary line; not the query, which the
+    # agent wrote (`ranked` says there was one).
     criteria: list[str]
     now: datetime
     store_size: int
@@ -156,6 +162,11 @@ class Recall:
     replaced_by: dict[str, str] = field(default_factory=dict[str, str])
     # Scopes in use, when the recall named none: what `scope` can be.
     scopes: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
+    # What the recall was filtered by, which its entries need not repeat.
+    scope: str | None = None
+    tags: tuple[str, ...] = ()
+    # The recall ranked by a query (best first), not by time.
+    ranked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,15 +196,13 @@ class MemoryStatus:
 
 
 def _criteria(
-    tags: tuple[str, ...], all_tags: bool, text: str, kind: str | None, scope: str | None
+    tags: tuple[str, ...], all_tags: bool, kind: str | None, scope: str | None
 ) -> list[str]:
     parts: list[str] = []
     if scope:
         parts.append(f"known to {scope} (or shared)")
     if tags:
         parts.append("tagged " + (" and " if all_tags else " or ").join(tags))
-    if text:
-        parts.append(f"matching {text!r}")
     if kind:
         parts.append(f"of type {kind}")
     return parts
@@ -506,7 +515,7 @@ class MemoryStore:
             )
         now = self._clock()
         start, end = window(time_range, since, until, now)
-        criteria = _criteria(clean_tags, all_tags, text, kind, clean_scope)
+        criteria = _criteria(clean_tags, all_tags, kind, clean_scope)
         criteria += describe_window(time_range, since, until)
         wanted = Query(
             frozenset(clean_tags), all_tags, text, start, end, kind, clean_scope, include_superseded
@@ -526,7 +535,13 @@ class MemoryStore:
                 similar = self._vectors.nearest(query_vector, among, floor=0.0)
                 best = max(similar.values(), default=None)
                 similar = {h: score for h, score in similar.items() if score >= MEANING_FLOOR}
-            selection = index.select(wanted, limit, similar)
+            # Relative dates ("two weeks ago") count from the latest memory in view: what
+            # a conversation's memories call "now", and within an explicit range its end.
+            # Looked up only for a query that names a time at all.
+            period = mentioned_period(text, now) if text else None
+            if period is not None:
+                period = mentioned_period(text, index.newest(wanted) or now)
+            selection = index.select(wanted, limit, similar, period)
             shown = selection.ranked
             replaced = index.replacements(m.id for m in shown) if include_superseded else {}
             # Meaning says nothing here is about the query (words alone cannot say it).
@@ -554,6 +569,9 @@ class MemoryStore:
                 best_score=best,
                 replaced_by=replaced,
                 scopes=index.scope_counts() if clean_scope is None else [],
+                scope=clean_scope,
+                tags=clean_tags,
+                ranked=bool(text),
             )
 
         async with self._lock:

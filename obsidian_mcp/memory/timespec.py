@@ -187,3 +187,145 @@ def occurred_moment(occurred: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+# -- the time a question speaks of ----------------------------------------------------------
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:1[89]|2\d)\d\d)"
+_COUNT_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+# The forms a date takes in a question, most precise first; the first found counts.
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s*{_YEAR}\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s*{_YEAR}\b")
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b")
+_DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b")
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!:)")
+# A month without a year needs a word before it: "in May", not "may".
+_SOME_MONTH = re.compile(rf"\b(in|during|since|last|early|late|mid|this)[\s-]+{_MONTH}\b")
+_SOME_YEAR = re.compile(rf"\b(?:in|during|since|of|year)\s+{_YEAR}\b")
+_AGO = re.compile(
+    rf"\b(\d+|{'|'.join(_COUNT_WORDS)})\s+(day|week|month|year)s?\s+(?:ago|earlier|before)\b"
+)
+_LAST = re.compile(r"\b(yesterday|today|(?:last|this|past) (?:week|weekend|month|year))\b")
+
+
+def _month_span(year: int, month: int) -> tuple[date, date]:
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return date(year, month, 1), following
+
+
+def _latest_month(month: int, anchor: date, *, before: bool) -> tuple[date, date]:
+    """The span of the latest `month` up to the anchor's month (strictly before it when
+    `before`: "last June" said in June is a year ago)."""
+    later = month > anchor.month or (before and month == anchor.month)
+    return _month_span(anchor.year - later, month)
+
+
+def _relative_span(text: str, anchor: date) -> tuple[date, date] | None:
+    ago = _AGO.search(text)
+    if ago is not None:
+        count = _COUNT_WORDS.get(ago[1]) or int(ago[1])
+        days = count * _UNIT_DAYS[ago[2]]
+        # About then: half a unit either side (a day is its own).
+        spread = _UNIT_DAYS[ago[2]] // 2
+        point = anchor - timedelta(days=days)
+        return point - timedelta(days=spread), point + timedelta(days=spread + 1)
+    last = _LAST.search(text)
+    if last is None:
+        return None
+    phrase = last[1]
+    if phrase in ("today", "yesterday"):
+        day = anchor - timedelta(days=phrase == "yesterday")
+        return day, day + timedelta(days=1)
+    unit = phrase.split()[1]
+    back = not phrase.startswith("this")
+    if unit == "year":
+        year = anchor.year - back
+        return date(year, 1, 1), date(year + 1, 1, 1)
+    if unit == "month":
+        first = anchor.replace(day=1)
+        start = (first - timedelta(days=1)).replace(day=1) if back else first
+        return _month_span(start.year, start.month)
+    monday = anchor - timedelta(days=anchor.weekday())
+    if back:
+        monday -= timedelta(days=7)
+    if unit == "weekend":
+        return monday + timedelta(days=5), monday + timedelta(days=7)
+    return monday, monday + timedelta(days=7)
+
+
+def _calendar_span(text: str, anchor: date) -> tuple[date, date] | None:
+    try:
+        for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+            found = pattern.search(text)
+            if found is not None:
+                parts = dict(zip(order, found.groups(), strict=True))
+                day = date(int(parts["y"]), _MONTHS[parts["m"]], int(parts["d"]))
+                return day, day + timedelta(days=1)
+        iso = _ISO_DAY.search(text)
+        if iso is not None:
+            day = date(int(iso[1]), int(iso[2]), int(iso[3]))
+            return day, day + timedelta(days=1)
+        month_year = _MONTH_YEAR.search(text)
+        if month_year is not None:
+            return _month_span(int(month_year[2]), _MONTHS[month_year[1]])
+        for pattern, order in ((_DAY_MONTH, "dm"), (_MONTH_DAY, "md")):
+            found = pattern.search(text)
+            if found is not None:
+                parts = dict(zip(order, found.groups(), strict=True))
+                month, number = _MONTHS[parts["m"]], int(parts["d"])
+                later = (month, number) > (anchor.month, anchor.day)
+                day = date(anchor.year - later, month, number)
+                return day, day + timedelta(days=1)
+    except ValueError:  # "31 February"
+        return None
+    some_month = _SOME_MONTH.search(text)
+    if some_month is not None:
+        return _latest_month(_MONTHS[some_month[2]], anchor, before=some_month[1] == "last")
+    some_year = _SOME_YEAR.search(text)
+    if some_year is not None:
+        year = int(some_year[1])
+        return date(year, 1, 1), date(year + 1, 1, 1)
+    return None
+
+
+def mentioned_period(text: str, anchor: datetime) -> tuple[datetime, datetime] | None:
+    """The time a question speaks of, as [start, end) on the local calendar, or None: a
+    date ("on May 3, 2023", "3 May 2023", "2023-05-03"), a month ("in July 2023", "last
+    June"), a year ("in 2022"), or a time before `anchor` ("two weeks ago", "last month",
+    "yesterday"). A date without a year, or a month, is the latest up to the anchor."""
+    value = " ".join(text.casefold().split())
+    day = anchor.astimezone().date()
+    span = _calendar_span(value, day) or _relative_span(value, day)
+    if span is None:
+        return None
+    return _local_midnight(span[0]), _local_midnight(span[1])
