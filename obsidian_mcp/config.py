@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from obsidian_mcp.limits import excerpt
 
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
-# table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
+# table (`python -m bench.retrieval.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
 StageName = Literal["keyword", "dense", "semantic", "seats", "currency", "cutting"]
 
 # The tool families OBSIDIAN_TOOLS picks from, and their tools. Clients send every listed
@@ -319,7 +319,7 @@ class Settings(BaseSettings):
         default=frozenset(),
         description='Retrieval stages to switch off, as JSON (e.g. ["seats"]; [] runs them '
         "all, the default): for measuring what each stage is worth (`python -m "
-        "bench.ablation`).",
+        "bench.retrieval.ablation`).",
     )
 
     mcp_http_token: SecretStr | None = Field(

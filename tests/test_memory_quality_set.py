@@ -1,10 +1,10 @@
-"""The shape of `bench/memory_quality_set.py`: counts, keys, golds, and the split that must
+"""The shape of `bench/memory/quality_set.py`: counts, keys, golds, and the split that must
 not move once figures have been seen."""
 
 import hashlib
 from collections import Counter
 
-from bench.memory_quality_set import (
+from bench.memory.quality_set import (
     CHANGES,
     MEMORIES,
     NEAR_DUPLICATES,

@@ -570,7 +570,7 @@ async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path
     vault = copy_fixture_vault(tmp_path / "vault")
     corpus = Corpus(Vault(None, FolderSource(vault)), IndexStore(":memory:"), refresh_seconds=0)
     await corpus.sync(read_all=True)
-    rows = (REPO_ROOT / "bench" / "questions.jsonl").read_text("utf-8").splitlines()
+    rows = (REPO_ROOT / "fixtures" / "questions.jsonl").read_text("utf-8").splitlines()
     questions = [json.loads(row)["question"] for row in rows[::6]]
     questions += ["apprenticeship lamplighters", "Élodie's maps", "tidecraft basics"]
     for question in questions:

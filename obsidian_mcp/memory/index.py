@@ -107,7 +107,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _COLUMNS = "id, ts, content, tags, context, type, source, scope, occurred, supersedes"
 # Weight of the ranking by meaning against the ranking by words (1.0) in their fusion.
-# `python -m bench.memory_bench --meaning` (34 paraphrases over 1,000 memories): hit@1
+# `python -m bench.memory.recall --meaning` (34 paraphrases over 1,000 memories): hit@1
 # 44% at 1.0, 53% at 2.0 and at 4.0 (hit@5 65%, 65%, 68%); words alone find 0%, 3%.
 MEANING_WEIGHT = 2.0
 # FTS5 columns, in the order of `_FIELD_WEIGHTS`.

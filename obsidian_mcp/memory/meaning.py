@@ -19,7 +19,7 @@ from obsidian_mcp.index.embedder import AsyncEmbedder, Embedder, Matrix
 logger = logging.getLogger(__name__)
 
 # Cosine similarity from which a memory counts as close in meaning to a query, and how many
-# of the closest take part. Chosen on `python -m bench.memory_bench --meaning` (34
+# of the closest take part. Chosen on `python -m bench.memory.recall --meaning` (34
 # paraphrases over 1,000 memories, meaning weight 2): floor 0.30 gives hit@1 53%, hit@5 65%;
 # 0.20 gives 50%, 71% but lets far more unrelated memories count as matches. 28 of the 34
 # targets are at 0.30 or above; the model alone ranks 20 first and 27 in its top 5.

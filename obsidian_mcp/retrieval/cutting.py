@@ -18,7 +18,7 @@ from obsidian_mcp.text.markdown import plain_text
 from obsidian_mcp.text.snippets import sentence_spans
 
 # Most characters of one passage as shown: a paragraph or two. On the dev questions
-# (python -m bench.retrieval_bench, first response / median tokens, folder with the local
+# (python -m bench.retrieval.quality, first response / median tokens, folder with the local
 # index): 440 gave 71% / 678, 560 74% / 724, 700 76% / 750, 840 73% / 780 (fewer fit).
 FOCUS_CHARS = 700
 _MIN_PROSE_WORDS = 4

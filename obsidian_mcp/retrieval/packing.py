@@ -216,11 +216,11 @@ def next_read(
     the hint takes the first passage fusion seated whose read holds more. None when every
     section is shown whole; the best passage when the reply shows no text (concise).
 
-    Measured with `python -m bench.vaults --no-first-session` (within two calls of all
+    Measured with `python -m bench.retrieval.vaults --no-first-session` (within two calls of all
     questions; the first responses and the passages shown are the same under each rule):
     fixtures 101 of 126 and ledgerline 57 of 80 naming the best passage whatever its read
     holds (main 330a22d); 102 and 58 taking the next by score when the best is shown whole;
-    104 and 58 taking the next fusion seated (`bench.tune`, dev questions: fixtures 69 ->
+    104 and 58 taking the next fusion seated (`bench.retrieval.tune`, dev questions: fixtures 69 ->
     70 of 84, ledgerline 41 either way). Before 26.1 (the first passage, in reading order,
     of the note fusion seated first): 103 and 58; the dev questions that hint answered and
     this one does not have a best passage whose section holds more, which 26.1 names."""

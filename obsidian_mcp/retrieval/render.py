@@ -78,7 +78,7 @@ def group_header(context: FileContext, matches: int | None = None) -> str:
 
 def passage_block(hit: PassageHit) -> str:
     # The link carries the breadcrumb; written out beside it as well, it cost a reply of
-    # five passages about 40 tokens (python -m bench.vaults, issue 20).
+    # five passages about 40 tokens (python -m bench.retrieval.vaults, issue 20).
     head = f"### {obsidian_link(hit.path, hit.section)} · score {hit.score:.2f} · passage"
     text = (ELLIPSIS if hit.cut_before else "") + hit.text + (ELLIPSIS if hit.cut_after else "")
     return head + "\n" + text

@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # packing (below candidates) imports MatchStrength from here
     from obsidian_mcp.retrieval.corpus import Corpus
 
 # Floors of each measure below which the best match is weak: the highest that labels none
-# of the answerable dev questions of both development vaults (python -m bench.weak_match,
-# which also asks bench/off_vault_questions.jsonl). By meaning, 0.30: answerable 0 of 137
+# of the answerable dev questions of both development vaults (python -m bench.retrieval.weak_match,
+# which also asks fixtures/off_vault_questions.jsonl). By meaning, 0.30: answerable 0 of 137
 # dev and 0 of 69 held-out; off-vault fixtures 11/15 dev, 10/15 held-out, ledgerline 9/15,
 # 11/15. The lowest answerable question scores 0.32 (a paraphrase naming people by role);
 # 0.35 labels 4 answerable dev questions, off-vault then 73-87%. By words the two do not

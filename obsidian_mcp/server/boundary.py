@@ -158,7 +158,7 @@ def listed_vault(schema: Schema) -> Schema:
     """The `vault` argument listed bare: the instructions say once that it takes a vault's
     name, and name them. Its type repeated in every tool would cost the two-vault listing 224
     characters: 2,625 tokens with it, 2,569 without, against issue 28's 2,600 (python -m
-    bench.definitions). A value that is not a name is refused with the names
+    bench.economy.definitions). A value that is not a name is refused with the names
     (`AppState.served`)."""
     properties = cast(dict[str, Schema], schema.get("properties", {}))
     if VAULT_PARAMETER not in properties:
@@ -440,7 +440,7 @@ class VaultServer(MCPServer[AppState]):
 
     async def _definitions(self) -> int:
         """Tokens of the tool list and instructions a client sends with every request,
-        counted as `bench.definitions` counts them (once: the list is fixed at build). The
+        counted as `bench.economy.definitions` counts them (once: the list is fixed at build). The
         list is the one a current client receives, the SDK's server-identity stamp included."""
         if self._definitions_tokens is None:
             stamp = {SERVER_INFO_META_KEY: self._lowlevel_server.server_info_stamp}
