@@ -1,5 +1,5 @@
 """Memory quality for a companion (not a test): what an agent gets back, before and after
-the memory features of issue 17, on `bench/memory/quality_set.py`.
+the memory features of issue 17, on `bench/memory/sets/` (`bench.memory.sets`).
 
     python -m bench.memory.quality
 
@@ -36,7 +36,8 @@ from pathlib import Path
 
 import anyio
 
-from bench.memory.quality_set import (
+from bench.memory.recall import MEMORY, shared_model
+from bench.memory.sets import (
     CHANGES,
     MEMORIES,
     NEAR_DUPLICATES,
@@ -47,7 +48,6 @@ from bench.memory.quality_set import (
     UNANSWERABLE,
     split,
 )
-from bench.memory.recall import MEMORY, shared_model
 from obsidian_mcp.memory.render import render_recall
 from obsidian_mcp.memory.store import SIMILAR_FLOOR, MemoryStore, Remembered
 from obsidian_mcp.sources.folder import FolderSource

@@ -14,8 +14,8 @@ versions (`obsidian-mcp/memory.jsonl`, rows named "folder, ..." and "stand-in, .
 spread over the files of `WRITERS` writers of other devices in `obsidian-mcp/memory/`, as
 sync leaves them (rows named "folder, 4 files, ..."); remembers go to the process's own
 file in both. The second measures recall by meaning: hit rate of paraphrased queries
-(`bench/memory/recall_set.py`) over 1,000 memories, by words only and with meaning, and
-remember/recall medians with the model. Each prints one table.
+(`bench/memory/sets/recall_pairs.jsonl`) over 1,000 memories, by words only and with
+meaning, and remember/recall medians with the model. Each prints one table.
 """
 
 import argparse
@@ -37,7 +37,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from bench.memory.recall_set import PAIRS, distractors
+from bench.memory.sets import PAIRS, distractors
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Embedder
 from obsidian_mcp.memory.files import MemoryFiles
