@@ -18,7 +18,7 @@ import pytest
 from bench.shared.harness import QUESTIONS, REPO_ROOT, load_questions
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.reading import read_note_window
-from obsidian_mcp.retrieval.packing import PassageHit
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.folder import FolderSource

@@ -30,13 +30,13 @@ from obsidian_mcp.retrieval.corpus import (
     Corpus,
     passage_spans,
 )
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import (
     FileContext,
-    PassageHit,
     SearchResult,
     group_by_file,
     next_read,

@@ -21,7 +21,8 @@ import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.reading import SearchMap
-from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult, by_score
+from obsidian_mcp.retrieval.cutting import PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, SearchResult, by_score
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.search import (
     OFFERED_PER_SHOWN,

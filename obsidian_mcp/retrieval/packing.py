@@ -5,6 +5,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.strength import MatchStrength
 from obsidian_mcp.text.markdown import ParsedNote
 from obsidian_mcp.text.snippets import sentence_spans
@@ -24,27 +25,6 @@ class FileContext:
     dates: tuple[tuple[str, str], ...] = ()
     # What replaced the note ("superseded by [[ADR-0010 …]]"), when it says it was.
     replaced: str = ""
-
-
-def display_section(section: tuple[str, ...], title: str) -> tuple[str, ...]:
-    """The heading path without a leading top heading that only repeats the note's title."""
-    return section[1:] if section and section[0] == title else section
-
-
-@dataclass(frozen=True, slots=True)
-class PassageHit:
-    """Verbatim text of a note, `content[start:end]`, under the heading path `section`."""
-
-    path: str
-    section: tuple[str, ...]
-    start: int
-    end: int
-    text: str
-    # Relative to the best hit of the response (1.0), for ranking at a glance.
-    score: float
-    # Whether the section has text before / after the passage (shown as "…").
-    cut_before: bool
-    cut_after: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ from typing import Any
 
 from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.paths import note_name
-from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
+from obsidian_mcp.retrieval.cutting import PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, FileGroup, SearchResult
 from obsidian_mcp.text.markdown import heading_reference
 from obsidian_mcp.text.snippets import ELLIPSIS
 from obsidian_mcp.text.tokens import estimate_tokens
