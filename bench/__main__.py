@@ -14,6 +14,8 @@ measures, against which target, and how long it runs):
     speed        every tool on generated vaults of 1,000 to 10,000 notes; a tool call's
                  overhead over its raw REST request
     memory       recall and remember at 1,000 to 100,000 entries
+    editing      the read/edit laws on 10,000 generated notes, and round trips through the
+                 tools on every heading and block of both development vaults
 
 Long runs, each rewriting only its own section (``python -m bench soak`` or the flag):
 
@@ -54,6 +56,7 @@ import anyio
 
 from bench import report
 from bench.economy import context, edits
+from bench.editing import lens, round_trips
 from bench.memory import recall as memory_recall
 from bench.retrieval import ablation
 from bench.robustness import crash, edit_races, fuzz, memory_races, soak
@@ -65,7 +68,7 @@ from obsidian_mcp.config import StageName
 
 # The subjects of --full and --quick, in the order they run (the order of the runs the
 # report's figures were first measured in: the economy's servers start on an idle machine).
-SUBJECTS = ("economy", "retrieval", "speed", "memory")
+SUBJECTS = ("economy", "retrieval", "speed", "memory", "editing")
 LONG_RUNS = ("soak", "crash", "fuzz", "big", "races", "edit-races")
 SOAK_CHART = "soak.png"
 # What a long run does when named without its flag's value.
@@ -102,6 +105,11 @@ class Plan:
     # The stages the ablation switches off, one at a time (ablation.STAGES in full; the quick
     # run checks the switch with one, each being a server process).
     ablation_stages: tuple[StageName, ...]
+    # Generated notes the read/edit laws are checked on (lens.run).
+    lens_cases: int
+    # The sources the round trips go through on every heading and block of both development
+    # vaults (round_trips.run_vaults); none in the quick run, each being minutes of calls.
+    round_trip_sources: tuple[str, ...]
 
 
 # Hostile calls per tool and source (bench/robustness/fuzz.py, `--fuzz`); the issue asks for
@@ -128,6 +136,8 @@ PLANS = {
         embeddings=False,
         smart_ablation=False,
         ablation_stages=("keyword",),
+        lens_cases=50,
+        round_trip_sources=(),
     ),
     "full": Plan(
         mode="full",
@@ -144,6 +154,8 @@ PLANS = {
         embeddings=True,
         smart_ablation=True,
         ablation_stages=ablation.STAGES,
+        lens_cases=10_000,
+        round_trip_sources=("folder", "3.2.0", "6.0.0"),
     ),
 }
 
@@ -228,6 +240,14 @@ async def measure(
         print("tool-call overhead over raw REST", flush=True)
         overhead = await speed_scale.overhead(work, plan.overhead_rounds)
         found["overhead"] = {**asdict(overhead), "ratio": overhead.ratio}
+    if "editing" in subjects:
+        print(f"editing: the read/edit laws on {plan.lens_cases:,} generated notes", flush=True)
+        found["editing"] = {
+            "lens": lens.summary(plan.lens_cases, lens.SEED),
+            "round_trips": await round_trips.run_vaults(
+                round_trips.VAULTS, plan.round_trip_sources, round_trips.WINDOW
+            ),
+        }
     return found
 
 

@@ -342,6 +342,30 @@ def speed_targets(results: dict[str, Any]) -> list[Target]:
     ]
 
 
+def editing_targets(editing: dict[str, Any]) -> list[Target]:
+    """The read/edit laws (docs/editing.md) hold everywhere they were checked."""
+    lens, trips = editing["lens"], editing["round_trips"]
+    failed = sum(found["failures"] for found in trips.values())
+    return [
+        Target(
+            "34",
+            f"read/edit laws on {lens['cases']:,} generated notes: failures",
+            "0",
+            f"{lens['failures']:,} of {sum(lens['checks'].values()):,} checks",
+            lens["failures"] == 0,
+        ),
+        Target(
+            "34",
+            "round trips through the tools, every heading and block of both vaults: failures",
+            "0",
+            f"{failed:,} of {sum(sum(f['checks'].values()) for f in trips.values()):,} checks"
+            if trips
+            else "not run",
+            failed == 0 if trips else None,
+        ),
+    ]
+
+
 def run_targets(results: dict[str, Any]) -> list[Target]:
     """The whole run's time: the full run must fit in 20 minutes on this machine."""
     duration = results["duration_seconds"]
@@ -774,6 +798,52 @@ def _memory_section(results: dict[str, Any]) -> str:
     )
 
 
+def _editing_section(editing: dict[str, Any]) -> str:
+    lens, trips = editing["lens"], editing["round_trips"]
+    laws = sorted(lens["checks"])
+    parts = [
+        "## Editing: the read/edit laws",
+        "",
+        f"`bench/editing/lens.py`: {lens['cases']:,} generated notes (seed {lens['seed']}), "
+        f"{lens['targets']:,} targets; each law checked on every target, in "
+        f"{lens['seconds']:.0f} s. `bench/editing/round_trips.py`: every heading and block "
+        "of both development vaults read and written back through a real MCP client, per "
+        "source; a failure is a changed byte the law forbids (the first are in the run's "
+        "JSON).",
+        "",
+        markdown_table(
+            ["", "targets", *laws, "failures"],
+            [
+                [
+                    "generated notes",
+                    f"{lens['targets']:,}",
+                    *(f"{lens['checks'][law]:,}" for law in laws),
+                    lens["failures"],
+                ]
+            ],
+        ),
+    ]
+    if trips:
+        checks = sorted({check for found in trips.values() for check in found["checks"]})
+        parts += [
+            "",
+            markdown_table(
+                ["vault/source", "targets", *checks, "failures", "seconds"],
+                [
+                    [
+                        key,
+                        f"{found['targets']:,}",
+                        *(f"{found['checks'].get(check, 0):,}" for check in checks),
+                        found["failures"],
+                        f"{found['seconds']:.0f}",
+                    ]
+                    for key, found in trips.items()
+                ],
+            ),
+        ]
+    return "\n".join(parts)
+
+
 def _overhead_section(overhead: dict[str, Any]) -> str:
     return "\n".join(
         [
@@ -837,6 +907,11 @@ def render(results: dict[str, Any], out: Path) -> Path:
     if "memory" in results:
         sections["targets-memory"] = _targets_section("memory", _memory_targets(results["memory"]))
         sections["memory"] = _memory_section(results)
+    if "editing" in results:
+        sections["targets-editing"] = _targets_section(
+            "editing", editing_targets(results["editing"])
+        )
+        sections["editing"] = _editing_section(results["editing"])
     if results["whole"]:
         sections["targets-run"] = _targets_section("the whole run", run_targets(results))
     return write_sections(out, sections, results["command"])

@@ -25,6 +25,7 @@ SECTIONS = (
     "## Targets: retrieval and context economy",
     "## Targets: speed",
     "## Targets: memory",
+    "## Targets: editing",
     "## Targets: the whole run",
     "## Ablation: each retrieval stage off in turn",
     "## Context economy",
@@ -40,6 +41,7 @@ SECTIONS = (
     "### Through the stand-in",
     "## Tool-call overhead over the raw REST request",
     "## Memory: recall and remember",
+    "## Editing: the read/edit laws",
 )
 
 # Bounds against a hang, not deadlines: beside the other tests on a busy 2-core machine

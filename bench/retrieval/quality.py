@@ -51,6 +51,7 @@ from typing import Any
 
 import anyio
 
+from bench.retrieval import vaults
 from bench.retrieval.candidate_recall import candidate_recall, category_table, recall_table
 from bench.retrieval.questions import question_groups
 from bench.retrieval.strategies import (
@@ -281,9 +282,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             + category_table(recall, questions)
         )
     if args.vaults and not args.quick:
-        # Imported here: the per-vault benchmark runs its questions through this module.
-        from bench.retrieval import vaults
-
         data["vaults"] = await vaults.run()
         data["report"] += "\n\n## Retrieval per development vault\n\n" + vaults.report(
             data["vaults"]

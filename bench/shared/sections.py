@@ -36,6 +36,7 @@ ORDER = (
     "targets-economy",
     "targets-speed",
     "targets-memory",
+    "targets-editing",
     "targets-run",
     # retrieval
     "retrieval",
@@ -55,6 +56,8 @@ ORDER = (
     "usage-overhead",
     # memory
     "memory",
+    # editing
+    "editing",
     # robustness
     "races",
     "edit-races",
