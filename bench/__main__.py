@@ -48,7 +48,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,7 @@ from bench.retrieval import ablation
 from bench.robustness import crash, edit_races, fuzz, memory_races, soak
 from bench.shared.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
 from bench.shared.peer import PEER_REQUIREMENT, ensure_peer
-from bench.shared.sections import command_line, machine, write_section
+from bench.shared.sections import Stamp, write_section
 from bench.speed import scale as speed_scale
 from obsidian_mcp.config import StageName
 
@@ -372,7 +371,7 @@ def long_run(args: argparse.Namespace) -> str | None:
     return named[0] if named else None
 
 
-def run_long(name: str, args: argparse.Namespace, log: Path | None, command: str) -> Path:
+def run_long(name: str, args: argparse.Namespace, log: Path | None, stamp: Stamp) -> Path:
     """One of the long runs that write their own section of REPORT.md."""
     args.out.mkdir(parents=True, exist_ok=True)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -415,11 +414,11 @@ def run_long(name: str, args: argparse.Namespace, log: Path | None, command: str
                 )
             )
             result, markdown = runs, speed_scale.big_section(runs)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    (args.cache / f"{name}-{stamp}.json").write_text(
+    when = stamp.started.strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"{name}-{when}.json").write_text(
         json.dumps(result, indent=1, ensure_ascii=False, default=_jsonable) + "\n", "utf-8"
     )
-    return write_section(args.out, name, markdown, command)
+    return write_section(args.out, name, markdown, stamp)
 
 
 def _jsonable(value: Any) -> Any:
@@ -429,35 +428,34 @@ def _jsonable(value: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> Path:
     args = parser().parse_args(argv)
-    command = command_line("bench", argv)
+    stamp = Stamp.taken("bench", argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     log = None if args.verbose else args.cache / "bench-stderr.log"
     name = long_run(args)
     if name is not None:
-        path = run_long(name, args, log, command)
+        path = run_long(name, args, log, stamp)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path
     plan = PLANS[args.mode]
     subjects = SUBJECTS if args.subject is None else (args.subject,)
-    date = datetime.now(UTC)
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         peer_venv = None if args.no_peer else args.peer_venv
         results = anyio.run(measure, plan, subjects, args.cache, peer_venv, Path(work))
     results |= {
         "mode": plan.mode,
-        "command": command,
+        "command": stamp.command,
         "whole": args.subject is None,
-        "date": date.strftime("%Y-%m-%d %H:%M UTC"),
+        "date": stamp.started.strftime("%Y-%m-%d %H:%M UTC"),
         "duration_seconds": time.perf_counter() - started,
-        "machine": machine(),
+        "machine": stamp.machine,
         "config": asdict(plan),
     }
-    stamp = date.strftime("%Y%m%d-%H%M%S")
-    (args.cache / f"bench-{stamp}.json").write_text(
+    when = stamp.started.strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"bench-{when}.json").write_text(
         json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n", "utf-8"
     )
-    path = report.render(results, args.out)
+    path = report.render(results, args.out, stamp)
     print(f"report: {path} ({results['duration_seconds'] / 60:.1f} min)")
     return path
 

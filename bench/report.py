@@ -23,7 +23,7 @@ from bench.economy.definitions import (
 )
 from bench.retrieval.ablation import ablation_table
 from bench.shared.harness import markdown_table
-from bench.shared.sections import write_sections
+from bench.shared.sections import Stamp, write_sections
 
 ECONOMY_CHART = "context-economy.png"
 # The raw answers to one question, beside the report and linked from it.
@@ -883,7 +883,7 @@ def _ablation_section(found: dict[str, Any]) -> str:
     )
 
 
-def render(results: dict[str, Any], out: Path) -> Path:
+def render(results: dict[str, Any], out: Path, stamp: Stamp) -> Path:
     """Write the sections of the subjects in ``results`` (and their charts) into
     ``out/REPORT.md``, each stamped with the run's command; return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -914,4 +914,4 @@ def render(results: dict[str, Any], out: Path) -> Path:
         sections["editing"] = _editing_section(results["editing"])
     if results["whole"]:
         sections["targets-run"] = _targets_section("the whole run", run_targets(results))
-    return write_sections(out, sections, results["command"])
+    return write_sections(out, sections, stamp)

@@ -17,7 +17,7 @@ import pytest
 from bench import MOVED
 from bench.report import ECONOMY_CHART, PEER_ANSWER, PEER_SKIPPED, SCALE_CHART
 from bench.shared.harness import REPO_ROOT
-from bench.shared.sections import TITLE, sections_of, write_section
+from bench.shared.sections import TITLE, Stamp, sections_of, write_section
 
 QUICK_RUN = (sys.executable, "-m", "bench", "--quick", "--no-peer")
 SECTIONS = (
@@ -91,10 +91,11 @@ def test_quick_run_writes_the_report_and_charts(tmp_path: Path) -> None:
 
 
 def test_sections_are_replaced_by_name_and_kept_in_the_subjects_order(tmp_path: Path) -> None:
-    write_section(tmp_path, "soak", "## Soak\n\nfirst soak", "python -m bench soak")
-    write_section(tmp_path, "memory", "## Memory\n\nrows", "python -m bench memory")
-    write_section(tmp_path, "soak", "## Soak\n\nsecond soak", "python -m bench --soak 1")
-    write_section(tmp_path, "targets-memory", "## Targets: memory\n\nmet", "python -m bench memory")
+    memory = Stamp.taken("bench", ["memory"])
+    write_section(tmp_path, "soak", "## Soak\n\nfirst soak", Stamp.taken("bench", ["soak"]))
+    write_section(tmp_path, "memory", "## Memory\n\nrows", memory)
+    write_section(tmp_path, "soak", "## Soak\n\nsecond soak", Stamp.taken("bench", ["--soak", "1"]))
+    write_section(tmp_path, "targets-memory", "## Targets: memory\n\nmet", memory)
     report = (tmp_path / "REPORT.md").read_text("utf-8")
     found = sections_of(report)
     assert list(found) == ["targets-memory", "memory", "soak"]

@@ -39,7 +39,7 @@ from bench.shared.harness import (
     server_env,
     stdio_session,
 )
-from bench.shared.sections import command_line, write_section
+from bench.shared.sections import Stamp, write_section
 from obsidian_mcp.config import StageName
 from tests.standin.process import StandinProcess
 
@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         help="write the table as a section of REPORT.md in this folder (e.g. bench)",
     )
     args = parser.parse_args(argv)
+    stamp = Stamp.taken("bench.retrieval.ablation", argv)
     started = time.perf_counter()
     found = anyio.run(run, args)
     seconds = time.perf_counter() - started
@@ -207,8 +208,7 @@ def main(argv: list[str] | None = None) -> None:
             "mode alone.\n\n" + table
         )
         name = f"ablation-{args.split}" + on.replace(", ", "-")
-        command = command_line("bench.retrieval.ablation", argv)
-        print(f"report: {write_section(args.report, name, section, command)}")
+        print(f"report: {write_section(args.report, name, section, stamp)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = (
         args.out

@@ -76,7 +76,7 @@ from bench.shared.harness import (
     server_env,
     stdio_session,
 )
-from bench.shared.sections import command_line, write_section
+from bench.shared.sections import Stamp, write_section
 from tests.standin.process import StandinProcess
 
 STRATEGIES = (
@@ -316,13 +316,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    stamp = Stamp.taken("bench.retrieval.quality", argv)
     data = anyio.run(run, args)
     if args.report is not None:
         section = (
             "## Retrieval quality per strategy, slice and ranking\n\n" + data["report"]
         )
-        command = command_line("bench.retrieval.quality", argv)
-        print(f"report: {write_section(args.report, 'retrieval', section, command)}")
+        print(f"report: {write_section(args.report, 'retrieval', section, stamp)}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"retrieval-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")

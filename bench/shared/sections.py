@@ -19,7 +19,8 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -112,17 +113,33 @@ def machine() -> dict[str, Any]:
     }
 
 
-def stamp(command: str, started: datetime) -> str:
-    """One line under a section's heading: what produced it, where and when."""
-    found = machine()
-    # The load average when the section is written: a figure timed on a busy shared machine
-    # reads differently from one timed on an idle one.
-    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
-    return (
-        f"_`{command}` at {found['commit']}, {started:%Y-%m-%d %H:%M} UTC; "
-        f"{found['cpu']}, {found['cores']} cores, {found['memory_gib']:.0f} GiB, "
-        f"Python {found['python']}, mcp {found['mcp']}; load average {load}._"
-    )
+@dataclass(frozen=True)
+class Stamp:
+    """What a run measured on, taken when it starts (so the commit is the code that ran,
+    even if another is checked out before it ends): its command, date and machine."""
+
+    command: str
+    started: datetime
+    machine: dict[str, Any]
+
+    @classmethod
+    def taken(cls, module: str, argv: Sequence[str] | None) -> Stamp:
+        """For ``python -m module`` with ``argv`` (None: this process's arguments)."""
+        words = ["python -m", module, *(sys.argv[1:] if argv is None else argv)]
+        return cls(" ".join(words), datetime.now(UTC), machine())
+
+    def line(self) -> str:
+        """One line under a section's heading: what produced it, where and when."""
+        found = self.machine
+        # The load averages (1, 5 and 15 minutes) when the section is written: a figure
+        # timed on a busy shared machine reads differently from one timed on an idle one.
+        load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+        return (
+            f"_`{self.command}` at {found['commit']}, {self.started:%Y-%m-%d %H:%M} UTC; "
+            f"{found['cpu']}, {found['cores']} cores, {found['memory_gib']:.0f} GiB, "
+            f"Python {found['python']}, mcp {found['mcp']}; load average at the end "
+            f"{load}._"
+        )
 
 
 def stamped(name: str, markdown: str, stamp_line: str) -> str:
@@ -143,24 +160,20 @@ def assemble(found: Mapping[str, str]) -> str:
     return "\n\n".join([TITLE, INTRODUCTION, *(found[name] for name in names)]) + "\n"
 
 
-def write_sections(out: Path, markdowns: Mapping[str, str], command: str) -> Path:
+def write_sections(out: Path, markdowns: Mapping[str, str], stamp: Stamp) -> Path:
     """Put each of ``markdowns`` (name: markdown starting with its heading) into
-    ``out/REPORT.md``, stamped, replacing older sections of those names; keep the others;
-    write the report whole in ``ORDER``."""
+    ``out/REPORT.md``, stamped, replacing older sections of those names; keep
+    the others; write the report whole in ``ORDER``."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT
     found = sections_of(path.read_text("utf-8")) if path.exists() else {}
-    line = stamp(command, datetime.now(UTC))
+    line = stamp.line()
     found |= {name: stamped(name, markdown, line) for name, markdown in markdowns.items()}
     path.write_text(assemble(found), "utf-8")
     return path
 
 
-def write_section(out: Path, name: str, markdown: str, command: str) -> Path:
+def write_section(out: Path, name: str, markdown: str, stamp: Stamp) -> Path:
     """One section into ``out/REPORT.md`` (``write_sections`` for one)."""
-    return write_sections(out, {name: markdown}, command)
+    return write_sections(out, {name: markdown}, stamp)
 
-
-def command_line(module: str, argv: list[str] | None) -> str:
-    """How ``module`` was invoked (``argv``, else this process's arguments), for a stamp."""
-    return " ".join(["python -m", module, *(sys.argv[1:] if argv is None else argv)])

@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench")
     parser.add_argument("--cache", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
+    stamp = sections.Stamp.taken("bench.speed.usage_overhead", argv)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-usage-") as work:
         figures = anyio.run(measure, Path(work), args.rounds)
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     (args.cache / "usage-overhead.json").write_text(
         json.dumps([asdict(f) for f in figures], indent=1) + "\n", "utf-8"
     )
-    print(f"report: {sections.write_section(args.out, SECTION, markdown, command)}")
+    print(f"report: {sections.write_section(args.out, SECTION, markdown, stamp)}")
 
 
 if __name__ == "__main__":
