@@ -8,11 +8,11 @@ agent edits while the user types (``edit_races``); stale answers, growing memory
 descriptors, or a leaked key over 30 minutes (``soak``). Each long run rewrites only its
 own section of ``bench/REPORT.md``:
 
-    python -m bench fuzz          # or --fuzz
-    python -m bench crash         # or --crash 50
-    python -m bench races         # or --races
-    python -m bench edit-races    # or --edit-races
-    python -m bench soak          # or --soak 30
+    python -m bench fuzz          # or --fuzz; section "Hostile inputs"
+    python -m bench crash         # or --crash 50; "Crashes"
+    python -m bench races         # or --races; "Memory races"
+    python -m bench edit-races    # or --edit-races; "Edits while the user types"
+    python -m bench soak          # or --soak 30; "Soak"
 
 The test suite runs a short version of each (tests/test_fuzz.py, test_crash.py, ...).
 """
