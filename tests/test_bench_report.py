@@ -119,3 +119,25 @@ def test_old_module_names_still_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     # What bench.editing.lens writes.
     assert json.loads((tmp_path / "lens.json").read_text("utf-8"))["cases"] == 20
+
+
+def test_one_subject_writes_its_sections_only(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    write_section(out, "soak", "## Soak\n\nkept", Stamp.taken("bench", ["soak"]))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "editing", "--quick", "--out", str(out), "--cache",
+         str(tmp_path / "cache")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = sections_of((out / "REPORT.md").read_text("utf-8"))
+    # Not the whole run: no run-time target; another run's section is kept, after it.
+    assert list(found) == ["targets-editing", "editing", "soak"]
+    assert "`python -m bench editing --quick" in found["editing"]
+    assert "| 34 | read/edit laws on 50 generated notes: failures | 0 | 0 of " in found[
+        "targets-editing"
+    ]
