@@ -8,6 +8,7 @@ runs it. No figure is checked against a target here; that is the report's job.
 
 import json
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import MOVED
+from bench.__main__ import main as bench_main
 from bench.report import ECONOMY_CHART, PEER_ANSWER, PEER_SKIPPED, SCALE_CHART
 from bench.shared.harness import REPO_ROOT
 from bench.shared.sections import TITLE, Stamp, sections_of, write_section
@@ -104,19 +106,15 @@ def test_sections_are_replaced_by_name_and_kept_in_the_subjects_order(tmp_path: 
     assert report.startswith(TITLE)
 
 
-def test_old_module_names_still_run(tmp_path: Path) -> None:
+def test_old_module_names_still_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """CHANGELOG entries cite the flat modules of earlier versions by name."""
     for old, new in MOVED.items():
         assert (REPO_ROOT / "bench" / (new.replace(".", "/") + ".py")).is_file(), old
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.lens", "--cases", "20", "--out", str(tmp_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    # As `python -m bench.lens --cases 20 --out DIR` runs it.
+    monkeypatch.setattr(sys, "argv", ["bench.lens", "--cases", "20", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_module("bench.lens", run_name="__main__")
+    assert ended.value.code == 0
     # What bench.editing.lens writes.
     assert json.loads((tmp_path / "lens.json").read_text("utf-8"))["cases"] == 20
 
@@ -124,16 +122,7 @@ def test_old_module_names_still_run(tmp_path: Path) -> None:
 def test_one_subject_writes_its_sections_only(tmp_path: Path) -> None:
     out = tmp_path / "report"
     write_section(out, "soak", "## Soak\n\nkept", Stamp.taken("bench", ["soak"]))
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "editing", "--quick", "--out", str(out), "--cache",
-         str(tmp_path / "cache")],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    bench_main(["editing", "--quick", "--verbose", "--out", str(out), "--cache", str(tmp_path)])
     found = sections_of((out / "REPORT.md").read_text("utf-8"))
     # Not the whole run: no run-time target; another run's section is kept, after it.
     assert list(found) == ["targets-editing", "editing", "soak"]
