@@ -1,27 +1,31 @@
 """The benchmarks in one command, by subject; ``bench/REPORT.md`` assembled from their sections.
 
-    python -m bench --full              # every subject below (about 7 min): the report
+    python -m bench --full              # every subject below: the report
     python -m bench --quick             # the same on 6 questions, a 200-note vault, small
                                         # memory stores (under a minute; the suite runs it)
     python -m bench SUBJECT [--quick]   # one subject's sections only
 
+How long each takes is said below as measured on the shared 2-core machine at a load
+average of about 5 (two other test suites beside it): --full took 25 min there, where the
+same subjects but editing took 6.6 min on an idle machine.
+
 Subjects, in the report's order (each a package of ``bench/`` whose docstring says what it
 measures, against which target, and how long it runs):
 
-    retrieval    each retrieval stage switched off in turn (hit rates per stage)
+    retrieval    each retrieval stage switched off in turn (hit rates per stage), 4 min
     economy      tokens and calls per strategy to reach the answer, ours against the
-                 drill-down and the peer; tool definitions; a section update round trip
+                 drill-down and the peer; tool definitions; a section update round trip, 3 min
     speed        every tool on generated vaults of 1,000 to 10,000 notes; a tool call's
-                 overhead over its raw REST request
-    memory       recall and remember at 1,000 to 100,000 entries
+                 overhead over its raw REST request, 9 min
+    memory       recall and remember at 1,000 to 100,000 entries, 7 min
     editing      the read/edit laws on 10,000 generated notes, and round trips through the
-                 tools on every heading and block of both development vaults
+                 tools on every heading and block of both development vaults, 6 min
 
 Long runs, each rewriting only its own section (``python -m bench soak`` or the flag):
 
     soak        --soak MINUTES    one server for 30 minutes while the vault changes under it
     crash       --crash KILLS     SIGKILL during bursts of writes, 50 times per source
-    fuzz        --fuzz            every tool called 1,000 times with hostile arguments
+    fuzz        --fuzz            every tool called 1,000 times with hostile arguments (6 min)
     big         --big             every tool at 10,000 and 50,000 notes through the folder
     races       --races           memory writers racing: processes, REST, synced devices
     edit-races  --edit-races      a user typing while an agent edits

@@ -7,7 +7,7 @@ handover section updated through the editing tools. Against: issues 3, 5 and 19 
 fewer tokens than the drill-down and the peer, hit rate not worse; definitions <= 2,550
 tokens), in the report's "Targets: retrieval and context economy".
 
-    python -m bench economy [--quick] [--no-peer]   # 3 min (quick: 30 s); sections "Context
+    python -m bench economy [--quick] [--no-peer]   # 3 min (quick: 20 s); sections "Context
                                                     # economy", "Updating a section"
     python -m bench.economy.definitions             # the definitions table alone, 5 s
 

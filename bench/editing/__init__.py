@@ -8,7 +8,7 @@ the editing corpus through every source and plugin version (``corpus``). Against
 ``docs/editing.md``: 0 failures, in the report's "Targets: editing". Speed of edits is in
 ``speed``, races and hostile edits in ``robustness``.
 
-    python -m bench editing [--quick]   # lens and round trips; section "Editing"
+    python -m bench editing [--quick]   # lens and round trips, 6 min; section "Editing"
     python -m bench.editing.lens [--cases 10000]
     python -m bench.editing.round_trips [--vault DIR ...]
     python -m bench.editing.corpus

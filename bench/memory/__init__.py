@@ -8,7 +8,7 @@ third. Against: issue 4.5 (warm recall <= 50 ms, remember <= 10 ms at 100,000 en
 in the report's "Targets: memory". Question sets: ``bench/memory/sets/`` (JSONL, each row
 saying whether it is held out), read by ``bench.memory.sets``.
 
-    python -m bench memory [--quick]        # 1,000 to 100,000 entries, 2 min; "Memory"
-    python -m bench.memory.recall --meaning # recall by meaning: hit rates, 1 min
-    python -m bench.memory.quality          # the memory features' quality, 2 min
+    python -m bench memory [--quick]        # 1,000 to 100,000 entries, 7 min; "Memory"
+    python -m bench.memory.recall --meaning # recall by meaning: hit rates
+    python -m bench.memory.quality          # the memory features' quality
 """

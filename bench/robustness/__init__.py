@@ -2,7 +2,7 @@
 
 What, and what must be 0: unexpected errors when every tool gets 1,000 hostile calls
 (``fuzz``, 6 min; ``edit_fuzz`` for the edit tools); acknowledged writes lost when the
-server is killed mid-burst (``crash``, 50 kills per source, 10 min); memories lost when
+server is killed mid-burst (``crash``, 50 kills per source); memories lost when
 processes and synced devices write at once (``memory_races``); user lines lost when an
 agent edits while the user types (``edit_races``); stale answers, growing memory or
 descriptors, or a leaked key over 30 minutes (``soak``). Each long run rewrites only its

@@ -6,8 +6,8 @@ build, the embedder, HTTP clients in parallel, the usage log's cost, an edit's t
 Against: issue 3.4 (warm ``vault_semantic_query`` <= 200 ms at 10,000 notes) and 2.7
 (a tool call <= 2x its raw request), in the report's "Targets: speed".
 
-    python -m bench speed [--quick]         # 1,000 to 10,000 notes, 3 min; "Speed and scale"
-    python -m bench big                     # 10,000 and 50,000 notes, about 1 hour
+    python -m bench speed [--quick]         # 1,000 to 10,000 notes, 9 min; "Speed and scale"
+    python -m bench big                     # 10,000 and 50,000 notes: "Big vault"
     python -m bench.speed.index --notes 1000 10000    # the passage index: build, reopen
     python -m bench.speed.embedding         # the local model's passages per second
     python -m bench.speed.http_load         # 20 HTTP clients on one server
