@@ -77,6 +77,21 @@ INTRODUCTION = (
 _SECTION = re.compile(r"<!-- section (\S+) -->\n.*?\n<!-- /section \1 -->", re.DOTALL)
 
 
+# What the runs write into the repository: not a change to the code that produced them.
+_WRITTEN = (
+    ":(exclude)bench/REPORT.md",
+    ":(exclude)bench/*.png",
+    ":(exclude)bench/peer-answer.md",
+)
+
+
+def _git(*words: str) -> str:
+    found = subprocess.run(
+        ["git", *words], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip()
+
+
 def machine() -> dict[str, Any]:
     """What a figure was measured on: CPU, cores, memory, software, and the commit."""
     cpu = platform.processor() or platform.machine()
@@ -95,13 +110,11 @@ def machine() -> dict[str, Any]:
             for line in meminfo.read_text().splitlines()
             if line.startswith("MemTotal:")
         )
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    commit = _git("rev-parse", "--short", "HEAD")
+    # Changed code makes the commit's figures someone else's; the report a run is writing
+    # (and its charts) does not.
+    if _git("status", "--porcelain", "--untracked-files=no", "--", ".", *_WRITTEN):
+        commit += "-dirty"
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
