@@ -1,61 +1,82 @@
-"""The benchmark report in one command.
+"""The benchmarks in one command, by subject; ``bench/REPORT.md`` assembled from their sections.
 
-    python -m bench --full      # the report: all questions, 1,000 to 10,000 notes,
-                                # memory at 1,000 to 100,000 entries
-    python -m bench --quick     # a handful of questions, a 200-note vault (the suite runs it)
-    python -m bench --soak 30   # only the soak (30 min): its section of REPORT.md
-    python -m bench --crash 50  # only the crash run (50 kills per source): its section
-    python -m bench --big       # only 10,000 and 50,000 notes through the folder: its section
-    python -m bench --edit-races  # only the lost-update run (a user typing while an agent
-                                  # edits): its section
+    python -m bench --full              # every subject below: the report
+    python -m bench --quick             # the same on 6 questions, a 200-note vault, small
+                                        # memory stores (under a minute; the suite runs it)
+    python -m bench SUBJECT [--quick]   # one subject's sections only
+
+How long each takes is said below as measured on the shared 2-core machine at a load
+average of about 5 (two other test suites beside it): --full took 25 min there, where the
+same subjects but editing took 6.6 min on an idle machine.
+
+Subjects, in the report's order (each a package of ``bench/`` whose docstring says what it
+measures, against which target, and how long it runs):
+
+    retrieval    each retrieval stage switched off in turn (hit rates per stage), 4 min
+    economy      tokens and calls per strategy to reach the answer, ours against the
+                 drill-down and the peer; tool definitions; a section update round trip, 3 min
+    speed        every tool on generated vaults of 1,000 to 10,000 notes; a tool call's
+                 overhead over its raw REST request, 9 min
+    memory       recall and remember at 1,000 to 100,000 entries, 7 min
+    editing      the read/edit laws on 10,000 generated notes, and round trips through the
+                 tools on every heading and block of both development vaults, 6 min
+
+Long runs, each rewriting only its own section (``python -m bench soak`` or the flag):
+
+    soak        --soak MINUTES    one server for 30 minutes while the vault changes under it
+    crash       --crash KILLS     SIGKILL during bursts of writes, 50 times per source
+    fuzz        --fuzz            every tool called 1,000 times with hostile arguments (6 min)
+    big         --big             every tool at 10,000 and 50,000 notes through the folder
+    races       --races           memory writers racing: processes, REST, synced devices
+    edit-races  --edit-races      a user typing while an agent edits
 
 Starts what it needs: the stand-in Local REST API over a copy of ``fixtures/vault`` (its
 ``/search/smart`` on ``fixtures/query_vectors.jsonl``), this server as a stdio subprocess,
 and the peer ``mcp-obsidian`` from PyPI (installed on first use into ``--peer-venv``,
-default ``bench/out/peer-venv``; ``--no-peer`` leaves it out). Writes ``REPORT.md`` and its
-PNG charts into ``--out`` (default ``bench/``) and every figure as JSON into ``--cache``
-(default ``bench/out/``). Children's stderr (the stand-in's request log, the servers' logs)
-goes to ``<cache>/bench-stderr.log`` unless ``--verbose``.
+default ``bench/out/peer-venv``; ``--no-peer`` leaves it out). Writes its sections of
+``REPORT.md`` and their PNG charts into ``--out`` (default ``bench/``), each stamped with
+this command, the commit, the date, the machine and its load (``bench/shared/sections.py``),
+and every figure as JSON into ``--cache`` (default ``bench/out/``). Children's stderr (the
+stand-in's request log, the servers' logs) goes to ``<cache>/bench-stderr.log`` unless
+``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from bench import (
-    ablation,
-    crash,
-    economy,
-    edit_economy,
-    edit_races,
-    fuzz,
-    memory_bench,
-    memory_races,
-    report,
-    soak,
-    speed,
-)
-from bench.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
-from bench.peer import PEER_REQUIREMENT, ensure_peer
+from bench import report
+from bench.economy import context, edits
+from bench.editing import lens, round_trips
+from bench.memory import recall as memory_recall
+from bench.retrieval import ablation
+from bench.robustness import crash, edit_races, fuzz, memory_races, soak
+from bench.shared.harness import OUT_DIR, QUESTIONS, REPO_ROOT, Question, load_questions
+from bench.shared.peer import PEER_REQUIREMENT, ensure_peer
+from bench.shared.sections import Stamp, write_section
+from bench.speed import scale as speed_scale
 from obsidian_mcp.config import StageName
 
+# The subjects of --full and --quick, in the order they run (the order of the runs the
+# report's figures were first measured in: the economy's servers start on an idle machine).
+SUBJECTS = ("economy", "retrieval", "speed", "memory", "editing")
+LONG_RUNS = ("soak", "crash", "fuzz", "big", "races", "edit-races")
 SOAK_CHART = "soak.png"
+# What a long run does when named without its flag's value.
+SOAK_MINUTES = 30
+CRASH_KILLS = 50
 
 
 @dataclass(frozen=True)
@@ -66,19 +87,19 @@ class Plan:
     warm_calls: int
     budget_seconds: float
     memory_sizes: tuple[int, ...]
-    # The memory files' layouts measured (memory_bench.LAYOUTS): today's files of writers,
+    # The memory files' layouts measured (memory_recall.LAYOUTS): today's files of writers,
     # and the one legacy file a store from before them still reads.
     memory_layouts: tuple[str, ...]
-    # A new process's first recall, one process each (memory_bench.FIRST_RECALLS).
+    # A new process's first recall, one process each (memory_recall.FIRST_RECALLS).
     memory_first_recalls: tuple[str, ...]
     memory_runs: int
-    # The plugin versions our edit flows run on (edit_economy.OURS_VERSIONS in full).
+    # The plugin versions our edit flows run on (edits.OURS_VERSIONS in full).
     edit_versions: tuple[str, ...]
     overhead_rounds: int
     # Meaning from the local model, in the quality runs and the generated vaults. The quick
     # run checks the pipeline, not the figures: it skips the model's work (building the
     # fixture vault's passage indexes; embedding each 200-note vault, about 20 s of CPU per
-    # source while its calls are timed). python -m bench.index_bench measures the index.
+    # source while its calls are timed). python -m bench.speed.index measures the index.
     embeddings: bool
     # Whether the ablation runs through Smart Connections' /search/smart as well as through
     # the folder: each mode is seven server processes; the quick run checks the plumbing
@@ -87,10 +108,15 @@ class Plan:
     # The stages the ablation switches off, one at a time (ablation.STAGES in full; the quick
     # run checks the switch with one, each being a server process).
     ablation_stages: tuple[StageName, ...]
+    # Generated notes the read/edit laws are checked on (lens.run).
+    lens_cases: int
+    # The sources the round trips go through on every heading and block of both development
+    # vaults (round_trips.run_vaults); none in the quick run, each being minutes of calls.
+    round_trip_sources: tuple[str, ...]
 
 
-# Hostile calls per tool and source (bench/fuzz.py, `--fuzz`); the issue asks for at least
-# 1,000. The test suite runs a short profile (tests/test_fuzz.py).
+# Hostile calls per tool and source (bench/robustness/fuzz.py, `--fuzz`); the issue asks for
+# at least 1,000. The test suite runs a short profile (tests/test_fuzz.py).
 FUZZ_CALLS = 1000
 PLANS = {
     "quick": Plan(
@@ -113,6 +139,8 @@ PLANS = {
         embeddings=False,
         smart_ablation=False,
         ablation_stages=("keyword",),
+        lens_cases=50,
+        round_trip_sources=(),
     ),
     "full": Plan(
         mode="full",
@@ -121,14 +149,16 @@ PLANS = {
         warm_calls=20,
         budget_seconds=10.0,
         memory_sizes=(1000, 10_000, 100_000),
-        memory_layouts=tuple(memory_bench.LAYOUTS),
-        memory_first_recalls=tuple(memory_bench.FIRST_RECALLS),
+        memory_layouts=tuple(memory_recall.LAYOUTS),
+        memory_first_recalls=tuple(memory_recall.FIRST_RECALLS),
         memory_runs=50,
-        edit_versions=edit_economy.OURS_VERSIONS,
+        edit_versions=edits.OURS_VERSIONS,
         overhead_rounds=200,
         embeddings=True,
         smart_ablation=True,
         ablation_stages=ablation.STAGES,
+        lens_cases=10_000,
+        round_trip_sources=("folder", "3.2.0", "6.0.0"),
     ),
 }
 
@@ -139,41 +169,6 @@ def pick_questions(plan: Plan) -> list[Question]:
         return questions
     firsts = {q.category: q for q in reversed(questions)}
     return sorted(firsts.values(), key=questions.index)[: plan.questions]
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    memory_kib = 0
-    cpuinfo, meminfo = Path("/proc/cpuinfo"), Path("/proc/meminfo")
-    if cpuinfo.exists():
-        names = [
-            line.split(":", 1)[1].strip()
-            for line in cpuinfo.read_text().splitlines()
-            if line.startswith("model name")
-        ]
-        cpu = names[0] if names else cpu
-    if meminfo.exists():
-        memory_kib = next(
-            int(line.split()[1])
-            for line in meminfo.read_text().splitlines()
-            if line.startswith("MemTotal:")
-        )
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": memory_kib / 2**20,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "mcp": importlib.metadata.version("mcp"),
-        "commit": commit or "unknown",
-    }
 
 
 @contextmanager
@@ -194,59 +189,81 @@ def stderr_to(log: Path | None) -> Iterator[None]:
             os.close(saved)
 
 
-async def measure(plan: Plan, cache: Path, peer_venv: Path | None, work: Path) -> dict[str, Any]:
-    peer = ensure_peer(peer_venv) if peer_venv is not None else None
+async def measure(
+    plan: Plan, subjects: Sequence[str], cache: Path, peer_venv: Path | None, work: Path
+) -> dict[str, Any]:
+    """Every figure of ``subjects``, by the names the report reads them by."""
     questions = pick_questions(plan)
-    print(f"context economy: {len(questions)} questions", flush=True)
-    found = await economy.economy(
-        questions,
-        work / "economy",
-        peer,
-        cache / "peer-stderr.log",
-        embeddings=plan.embeddings,
-        keep_usage_log=cache,
-    )
-    print("edit economy: a handover section update, ours and the peer", flush=True)
-    edits = await edit_economy.edit_economy(
-        work / "edit-economy", peer, cache / "peer-stderr.log", plan.edit_versions
-    )
-    dev = [q for q in questions if q.split == "dev"]
-    print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
-    stages = await ablation.ablation(
-        dev,
-        work / "ablation",
-        embeddings=plan.embeddings,
-        smart=plan.smart_ablation,
-        stages=plan.ablation_stages,
-    )
-    print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
-    scale = await speed.scale(
-        plan.sizes,
-        work / "scale",
-        plan.warm_calls,
-        plan.budget_seconds,
-        embeddings=plan.embeddings,
-    )
-    print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)
-    memory = await speed.memory(
-        plan.memory_sizes, plan.memory_runs, plan.memory_layouts, plan.memory_first_recalls
-    )
-    print("tool-call overhead over raw REST", flush=True)
-    overhead = await speed.overhead(work, plan.overhead_rounds)
-    return {
-        "economy": found,
-        "edit_economy": edits,
-        "ablation": stages,
-        "peer": {"requirement": PEER_REQUIREMENT, "version": peer.version} if peer else None,
-        "scale": [asdict(run) for run in scale],
-        "memory": [asdict(row) for row in memory],
-        "overhead": {**asdict(overhead), "ratio": overhead.ratio},
-    }
+    found: dict[str, Any] = {}
+    if "economy" in subjects:
+        peer = ensure_peer(peer_venv) if peer_venv is not None else None
+        found["peer"] = (
+            {"requirement": PEER_REQUIREMENT, "version": peer.version} if peer else None
+        )
+        print(f"context economy: {len(questions)} questions", flush=True)
+        found["economy"] = await context.economy(
+            questions,
+            work / "economy",
+            peer,
+            cache / "peer-stderr.log",
+            embeddings=plan.embeddings,
+            keep_usage_log=cache,
+        )
+        print("edit economy: a handover section update, ours and the peer", flush=True)
+        found["edit_economy"] = await edits.edit_economy(
+            work / "edit-economy", peer, cache / "peer-stderr.log", plan.edit_versions
+        )
+    if "retrieval" in subjects:
+        dev = [q for q in questions if q.split == "dev"]
+        print(f"ablation: {len(dev)} dev questions, each retrieval stage off in turn", flush=True)
+        found["ablation"] = await ablation.ablation(
+            dev,
+            work / "ablation",
+            embeddings=plan.embeddings,
+            smart=plan.smart_ablation,
+            stages=plan.ablation_stages,
+        )
+    if "speed" in subjects:
+        print(f"speed and scale: {', '.join(f'{n:,}' for n in plan.sizes)} notes", flush=True)
+        runs = await speed_scale.scale(
+            plan.sizes,
+            work / "scale",
+            plan.warm_calls,
+            plan.budget_seconds,
+            embeddings=plan.embeddings,
+        )
+        found["scale"] = [asdict(run) for run in runs]
+    if "memory" in subjects:
+        print(f"memory: {', '.join(f'{n:,}' for n in plan.memory_sizes)} entries", flush=True)
+        rows = await memory_recall.memory(
+            plan.memory_sizes, plan.memory_runs, plan.memory_layouts, plan.memory_first_recalls
+        )
+        found["memory"] = [asdict(row) for row in rows]
+    if "speed" in subjects:
+        print("tool-call overhead over raw REST", flush=True)
+        overhead = await speed_scale.overhead(work, plan.overhead_rounds)
+        found["overhead"] = {**asdict(overhead), "ratio": overhead.ratio}
+    if "editing" in subjects:
+        print(f"editing: the read/edit laws on {plan.lens_cases:,} generated notes", flush=True)
+        found["editing"] = {
+            "lens": lens.summary(plan.lens_cases, lens.SEED),
+            "round_trips": await round_trips.run_vaults(
+                round_trips.VAULTS, plan.round_trip_sources, round_trips.WINDOW
+            ),
+        }
+    return found
 
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="The benchmark report in one command."
+        prog="python -m bench",
+        description="The benchmarks by subject; bench/REPORT.md assembled from their sections.",
+    )
+    parser.add_argument(
+        "subject",
+        nargs="?",
+        choices=(*SUBJECTS, *LONG_RUNS),
+        help="one subject, or one long run (its section only); none: every subject",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -311,16 +328,16 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--races",
         action="store_true",
-        help="run only the memory races (python -m bench.memory_races at full size: several "
-        "processes, REST and folder, two synced devices, conflict copies) and replace its "
-        "section of REPORT.md",
+        help="run only the memory races (python -m bench.robustness.memory_races at full "
+        "size: several processes, REST and folder, two synced devices, conflict copies) and "
+        "replace its section of REPORT.md",
     )
     parser.add_argument(
         "--edit-races",
         action="store_true",
-        help="run only the edit races (python -m bench.edit_races: a user saving a note every "
-        "100 ms while an agent makes 200 edits, through the folder and REST, user changes "
-        "lost and agent edits applied or refused) and replace its section of REPORT.md",
+        help="run only the edit races (python -m bench.robustness.edit_races: a user saving a "
+        "note every 100 ms while an agent makes 200 edits, through the folder and REST, user "
+        "changes lost and agent edits applied or refused) and replace its section of REPORT.md",
     )
     parser.add_argument(
         "--big",
@@ -342,36 +359,56 @@ async def crash_both(kills: int, work: Path, log: Path | None) -> list[crash.Cra
     return [await crash.crash_run(kills, work, source, log) for source in ("folder", "rest")]
 
 
-def run_section(args: argparse.Namespace, log: Path | None) -> Path:
+def long_run(args: argparse.Namespace) -> str | None:
+    """The long run the arguments name (by its subject name or its flag), if any."""
+    flags = {
+        "soak": args.soak is not None,
+        "crash": args.crash is not None,
+        "fuzz": args.mode == "fuzz",
+        "big": args.big,
+        "races": args.races,
+        "edit-races": args.edit_races,
+    }
+    named = [name for name, given in flags.items() if given]
+    if args.subject in LONG_RUNS:
+        named.append(args.subject)
+    return named[0] if named else None
+
+
+def run_long(name: str, args: argparse.Namespace, log: Path | None, stamp: Stamp) -> Path:
     """One of the long runs that write their own section of REPORT.md."""
     args.out.mkdir(parents=True, exist_ok=True)
-    minutes: float | None = args.soak
-    kills: int | None = args.crash
+    args.cache.mkdir(parents=True, exist_ok=True)
     plan = PLANS["full"]
     result: object
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
-        if args.races:
+        if name == "races":
             outcomes = anyio.run(
                 memory_races.run_all,
                 sorted(memory_races.SCENARIOS),
                 Path(work),
                 memory_races.Sizes(),
             )
-            name, result, markdown = "races", outcomes, memory_races.section(outcomes)
-        elif args.edit_races:
-            edits = edit_races.Plan()
-            runs = anyio.run(edit_races.run_all, Path(work), edits)
-            name, result, markdown = "edit-races", runs, edit_races.section(runs, edits)
-        elif minutes is not None:
+            result, markdown = outcomes, memory_races.section(outcomes)
+        elif name == "edit-races":
+            edit_plan = edit_races.Plan()
+            runs = anyio.run(edit_races.run_all, Path(work), edit_plan)
+            result, markdown = runs, edit_races.section(runs, edit_plan)
+        elif name == "soak":
+            minutes = SOAK_MINUTES if args.soak is None else args.soak
             soaked = anyio.run(soak.soak, minutes, Path(work), log)
             soak.chart(soaked, args.out / SOAK_CHART)
-            name, result, markdown = "soak", soaked, soak.section(soaked, SOAK_CHART)
-        elif kills is not None:
+            result, markdown = soaked, soak.section(soaked, SOAK_CHART)
+        elif name == "crash":
+            kills = CRASH_KILLS if args.crash is None else args.crash
             crashes = anyio.run(crash_both, kills, Path(work), log)
-            name, result, markdown = "crash", crashes, crash.section(crashes)
+            result, markdown = crashes, crash.section(crashes)
+        elif name == "fuzz":
+            found = fuzz.long_profile(Path(work), FUZZ_CALLS)
+            result, markdown = found, fuzz.section(found)
         else:
             runs = anyio.run(
-                lambda: speed.scale(
+                lambda: speed_scale.scale(
                     BIG_SIZES,
                     Path(work),
                     plan.warm_calls,
@@ -380,12 +417,12 @@ def run_section(args: argparse.Namespace, log: Path | None) -> Path:
                     timeout=BIG_CALL_TIMEOUT,
                 )
             )
-            name, result, markdown = "big", runs, speed.big_section(runs)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    (args.cache / f"{name}-{stamp}.json").write_text(
-        json.dumps(result, indent=1, default=_jsonable) + "\n", "utf-8"
+            result, markdown = runs, speed_scale.big_section(runs)
+    when = stamp.started.strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"{name}-{when}.json").write_text(
+        json.dumps(result, indent=1, ensure_ascii=False, default=_jsonable) + "\n", "utf-8"
     )
-    return report.write_section(args.out, name, markdown)
+    return write_section(args.out, name, markdown, stamp)
 
 
 def _jsonable(value: Any) -> Any:
@@ -393,46 +430,36 @@ def _jsonable(value: Any) -> Any:
     return sorted(value) if isinstance(value, set | frozenset) else asdict(value)
 
 
-def fuzz_only(out: Path, cache: Path) -> Path:
-    """The hostile-input section alone, written into the existing report."""
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as work:
-        found = fuzz.long_profile(Path(work), FUZZ_CALLS)
-    (cache / "fuzz.json").write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n")
-    path = report.write_section(out, "fuzz", report.fuzz_section(found, "python -m bench --fuzz"))
-    print(f"report: {path} (hostile inputs, {found['seconds'] / 60:.1f} min)")
-    return path
-
-
 def main(argv: list[str] | None = None) -> Path:
     args = parser().parse_args(argv)
-    if args.mode == "fuzz":
-        return fuzz_only(args.out, args.cache)
-    plan = PLANS[args.mode]
+    stamp = Stamp.taken("bench", argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    date = datetime.now(UTC)
     log = None if args.verbose else args.cache / "bench-stderr.log"
-    if args.soak is not None or args.crash is not None or args.big or args.races or args.edit_races:
-        path = run_section(args, log)
+    name = long_run(args)
+    if name is not None:
+        path = run_long(name, args, log, stamp)
         print(f"report: {path} ({(time.perf_counter() - started) / 60:.1f} min)")
         return path
+    plan = PLANS[args.mode]
+    subjects = SUBJECTS if args.subject is None else (args.subject,)
     with stderr_to(log), tempfile.TemporaryDirectory(prefix="bench-") as work:
         peer_venv = None if args.no_peer else args.peer_venv
-        results = anyio.run(measure, plan, args.cache, peer_venv, Path(work))
+        results = anyio.run(measure, plan, subjects, args.cache, peer_venv, Path(work))
     results |= {
         "mode": plan.mode,
-        "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),
-        "date": date.strftime("%Y-%m-%d %H:%M UTC"),
+        "command": stamp.command,
+        "whole": args.subject is None,
+        "date": stamp.started.strftime("%Y-%m-%d %H:%M UTC"),
         "duration_seconds": time.perf_counter() - started,
-        "machine": machine(),
+        "machine": stamp.machine,
         "config": asdict(plan),
     }
-    stamp = date.strftime("%Y%m%d-%H%M%S")
-    (args.cache / f"bench-{stamp}.json").write_text(
+    when = stamp.started.strftime("%Y%m%d-%H%M%S")
+    (args.cache / f"bench-{when}.json").write_text(
         json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n", "utf-8"
     )
-    path = report.render(results, args.out)
+    path = report.render(results, args.out, stamp)
     print(f"report: {path} ({results['duration_seconds'] / 60:.1f} min)")
     return path
 

@@ -24,7 +24,7 @@ _UNSAFE_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9.-]")
 _CERT_STORED_FOR_EVERY_ADDRESS = "obsidian-local-rest-api.pem"
 
 # The retrieval stages that can be switched off one at a time, for the benchmark's ablation
-# table (`python -m bench.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
+# table (`python -m bench.retrieval.ablation`); `obsidian_mcp.retrieval.stages` says what each does.
 StageName = Literal["keyword", "dense", "semantic", "seats", "currency", "cutting"]
 
 # The tool families OBSIDIAN_TOOLS picks from, and their tools. Clients send every listed
@@ -325,7 +325,7 @@ class Settings(BaseSettings):
         default=frozenset(),
         description='Retrieval stages to switch off, as JSON (e.g. ["seats"]; [] runs them '
         "all, the default): for measuring what each stage is worth (`python -m "
-        "bench.ablation`).",
+        "bench.retrieval.ablation`).",
     )
 
     mcp_http_token: SecretStr | None = Field(

@@ -8,7 +8,7 @@ model reads; the descriptions do not repeat them.
 
 import unicodedata
 
-# A question, topic or search: real queries measured in bench/questions.jsonl are under
+# A question, topic or search: real queries measured in fixtures/questions.jsonl are under
 # 200 characters; five times that leaves room for a pasted sentence or two.
 MAX_QUERY_CHARS = 1000
 # Exact-word searches cost one scan of every note per word (about 2.6 ms per word on the

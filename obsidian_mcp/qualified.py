@@ -17,7 +17,8 @@ from obsidian_mcp.editing.journal import EDIT_ID
 from obsidian_mcp.editing.service import Receipt
 from obsidian_mcp.paths import VAULT_SEPARATOR, ShownPath
 from obsidian_mcp.reading import FolderNode, MapRow, NoteOutline, NoteWindow
-from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult
+from obsidian_mcp.retrieval.cutting import PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, SearchResult
 from obsidian_mcp.retrieval.quick_context import Entity
 from obsidian_mcp.retrieval.related import Neighbour, Related
 from obsidian_mcp.vault_set import name_key

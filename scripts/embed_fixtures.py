@@ -10,7 +10,7 @@ torch and the bundled all-MiniLM-L6-v2 model, kept out of the project venv::
         --layout v3 --vault fixtures/vault-v3
 
 Options: ``--layout`` (``legacy``, the default, or ``v3``), ``--vault`` (default
-``fixtures/vault``), ``--questions`` (default ``bench/questions.jsonl``),
+``fixtures/vault``), ``--questions`` (default ``fixtures/questions.jsonl``),
 ``--query-vectors`` (default ``fixtures/query_vectors.jsonl``, where the stand-in's
 ``/search/smart`` looks by default: ``<vault>/../query_vectors.jsonl``); query vectors are
 written with the legacy layout only.
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--layout", choices=("legacy", "v3"), default="legacy")
     parser.add_argument("--vault", type=Path, default=Path("fixtures/vault"))
-    parser.add_argument("--questions", type=Path, default=Path("bench/questions.jsonl"))
+    parser.add_argument("--questions", type=Path, default=Path("fixtures/questions.jsonl"))
     parser.add_argument("--query-vectors", type=Path, default=Path("fixtures/query_vectors.jsonl"))
     args = parser.parse_args(argv)
     notes = read_vault(args.vault)

@@ -1,7 +1,7 @@
 """The edit corpus (tests/edit_corpus/, rules in docs/editing.md), and one case run through
 a real Editor over a real vault: edit, compare the bytes, undo, compare again, then check
 that undo is refused once the edited text has changed. tests/test_edit_corpus.py runs it
-(through the REST API a slice), bench/edit_corpus.py runs all of it through every source."""
+(through the REST API a slice), bench/editing/corpus.py runs all of it through every source."""
 
 import json
 import os

@@ -1,16 +1,16 @@
 """The benchmark harness end to end: a few questions and a tiny generated vault.
 
 These tests check that the harness produces figures. They do not check the figures
-against targets: that is the job of ``python -m bench.retrieval_bench``.
+against targets: that is the job of ``python -m bench.retrieval.quality``.
 """
 
 from pathlib import Path
 
 import pytest
 
-from bench import retrieval_bench
-from bench.generate_vault import generate
-from bench.harness import (
+from bench.retrieval import quality as retrieval_quality
+from bench.shared.generate_vault import generate
+from bench.shared.harness import (
     FIXTURE_VAULT,
     KeywordPicker,
     Question,
@@ -71,13 +71,13 @@ def test_generated_vault_is_deterministic(tmp_path: Path) -> None:
 
 async def test_quality_run_produces_figures(tmp_path: Path) -> None:
     questions = one_per_category(("exact-keyword", "two-file", "folder-scoped"))
-    results = await retrieval_bench.quality(questions, tmp_path, embeddings=False)
-    expected = set(retrieval_bench.STRATEGIES)
+    results = await retrieval_quality.quality(questions, tmp_path, embeddings=False)
+    expected = set(retrieval_quality.STRATEGIES)
     assert set(results) == expected
     for name, outcomes in results.items():
         assert [o.question for o in outcomes] == [q.id for q in questions], name
         assert all(not o.error and o.tokens > 0 and o.calls >= 1 for o in outcomes), name
-    report, data = retrieval_bench.quality_report(results, questions)
+    report, data = retrieval_quality.quality_report(results, questions)
     assert set(data["summary"]) == expected
     assert all(f"| {name} |" in report for name in expected)
     assert set(data["by_group"]) >= {"all", "dev", "original 58", "exact-keyword"}

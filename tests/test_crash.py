@@ -1,4 +1,4 @@
-"""A short crash run (bench/crash.py; `python -m bench --crash 50` is the long one): the
+"""A short crash run (bench/robustness/crash.py; `python -m bench --crash 50` is the long one): the
 server is SIGKILLed during bursts of remembers, forgets, compactions and scratch appends,
 through the folder and through the stand-in, and nothing acknowledged is lost or torn."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crash import crash_run
+from bench.robustness.crash import crash_run
 
 
 @pytest.mark.anyio

@@ -4,7 +4,7 @@ refused once the edited text has changed, and goes ahead when only text near it 
 Through the stand-in Local REST API at plugin 3.2, 4.1, 5.1 and 6.0, the cases where the
 bytes cross the wire differently (line endings, BOM, no final newline, non-ASCII, NUL,
 created notes and headings), every case of the write path (500 on: names, links, bytes
-that are not UTF-8) and a spread of the rest; `python -m bench.edit_corpus` runs every
+that are not UTF-8) and a spread of the rest; `python -m bench.editing.corpus` runs every
 case through every source."""
 
 from pathlib import Path

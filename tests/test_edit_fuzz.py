@@ -1,8 +1,8 @@
-"""A deterministic slice of the differential edit fuzz (`python -m bench.edit_fuzz` runs
+"""A deterministic slice of the differential edit fuzz (`python -m bench.robustness.edit_fuzz` runs
 10,000 cases): generated notes, every operation and target kind, markdown-it's own parse
 as the oracle. And the oracle itself is checked on the edits issue 25 found wrong."""
 
-from bench.edit_fuzz import Edit, check, run
+from bench.robustness.edit_fuzz import Edit, check, run
 from obsidian_mcp.editing.operations import EditRequest
 
 # A few seconds of the suite; the long run is the benchmark's.

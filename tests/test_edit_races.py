@@ -1,5 +1,5 @@
-"""A short run of the lost-update benchmark (bench/edit_races.py; `python -m
-bench.edit_races` is the long one): a simulated user saves a note every 50 ms, in place
+"""A short run of the lost-update benchmark (bench/robustness/edit_races.py; `python -m
+bench.robustness.edit_races` is the long one): a simulated user saves a note every 50 ms, in place
 and by rename, while an agent makes 20 edits to it and to three other notes, through the
 vault folder and the stand-in REST API (5.1.0), with and without force. No user change is
 lost, and every agent edit is either applied (exactly, on a text holding every user line
@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bench.edit_races import Outcome, Plan, RivalOutcome, RivalPlan, run_all, run_rivals
+from bench.robustness.edit_races import Outcome, Plan, RivalOutcome, RivalPlan, run_all, run_rivals
 
 SMALL = Plan(edits=20, period=0.05, versions=("5.1.0",), repeat=1)
 
@@ -69,7 +69,7 @@ def test_every_agent_edit_is_applied_or_refused_with_a_reason(outcomes: list[Out
             assert outcome.applied_user_note > 0, _label(outcome)
 
 
-# Several server processes at once (bench/edit_races.py, "several server processes"): a
+# Several server processes at once (bench/robustness/edit_races.py, "several server processes"): a
 # process appending scratch entries while another edits the scratch note, and two processes
 # editing one note through the folder and through the REST API alone.
 RIVALS = RivalPlan(edits=12, versions=("5.1.0",), scenarios=("scratch", "folder", "rest"), repeat=1)

@@ -1,8 +1,8 @@
 """Hostile inputs, short profile: every tool, generated arguments, through the folder and
 the stand-in, with a real MCP client. Every answer must be a result or an actionable
 error, and nothing outside the memory files and the scratch note may change
-(`bench.fuzz.WRITABLE`, `WRITABLE_FOLDERS`). The edit tools run on a copy of their own
-(`bench.fuzz.edit_fuzz`): each call may change only the note it names, and only with a
+(`bench.robustness.fuzz.WRITABLE`, `WRITABLE_FOLDERS`). The edit tools run on a copy of their own
+(`bench.robustness.fuzz.edit_fuzz`): each call may change only the note it names, and only with a
 receipt saying so; every other file under the run's folder (memory files, hidden folders,
 the canary, the config and cache folders) must keep its bytes.
 
@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import (
+from bench.robustness.fuzz import (
     EDIT_TOOLS,
     JOURNAL_FOLDER,
     WRITABLE,

@@ -1,6 +1,6 @@
 """`obsidian-mcp serve --http` as a real subprocess, driven by the SDK's HTTP client.
 
-The full load (20 clients x 25 calls, 500 remembers) is `python -m bench.http_load`; here
+The full load (20 clients x 25 calls, 500 remembers) is `python -m bench.speed.http_load`; here
 the same code runs at a size that keeps the suite quick, with exact counts.
 """
 
@@ -12,7 +12,7 @@ import pytest
 from mcp import MCPError
 from mcp.types import TextContent
 
-from bench.http_load import (
+from bench.speed.http_load import (
     HttpServer,
     concurrent_remembers,
     http_client,

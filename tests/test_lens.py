@@ -1,8 +1,8 @@
 """Read and edit agree (issue 34): a target is a lens.
 
-The laws (`bench.lens`: GetPut, the one-word round trip, PutGet up to docs/editing.md's
+The laws (`bench.editing.lens`: GetPut, the one-word round trip, PutGet up to docs/editing.md's
 normalisation list, one span for every reference form) on notes hypothesis draws from the
-shapes Obsidian users write; `python -m bench.lens` runs 10,000 of them. Then the same
+shapes Obsidian users write; `python -m bench.editing.lens` runs 10,000 of them. Then the same
 workflow as an agent runs it, through a real MCP client over the vault folder and the
 stand-in Local REST API: read a section or a block, send it back unchanged, change one
 word, and read a long section in windows and change one window.
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from bench.lens import PIECES, NoteSpec, Outcome, build_note, check_laws
+from bench.editing.lens import PIECES, NoteSpec, Outcome, build_note, check_laws
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings, rest_settings
 from tests.standin.process import StandinProcess
@@ -47,7 +47,7 @@ def test_every_target_of_a_generated_note_is_a_lens(spec: NoteSpec) -> None:
 def test_the_laws_see_the_defects_issue_34_names() -> None:
     """The checks fail where the engine before this issue failed: each note's target
     broke a law there."""
-    from bench.lens import read, replace
+    from bench.editing.lens import read, replace
 
     doubled = {
         "- a\n- b ^b\n  - b1\n- c\n": "^b",
@@ -84,7 +84,7 @@ def test_the_laws_see_the_defects_issue_34_names() -> None:
 
 
 def test_a_reference_two_headings_share_is_refused_by_both_with_the_candidates() -> None:
-    from bench.lens import read, replace
+    from bench.editing.lens import read, replace
     from obsidian_mcp.editing.targets import EditRefused, TargetUnresolved
 
     note = "## Day\n### Notes\na\n## Night\n### Notes\nb\n"

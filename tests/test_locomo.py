@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.locomo import (
+from bench.memory.locomo import (
     bm25_ranking,
     interval,
     load_conversations,

@@ -1,10 +1,10 @@
-"""The shape of `bench/memory_quality_set.py`: counts, keys, golds, and the split that must
-not move once figures have been seen."""
+"""The shape of the memory quality set (`bench/memory/sets/`, read by `bench.memory.sets`):
+counts, keys, golds, and the held-out split that must not move once figures have been seen."""
 
 import hashlib
 from collections import Counter
 
-from bench.memory_quality_set import (
+from bench.memory.sets import (
     CHANGES,
     MEMORIES,
     NEAR_DUPLICATES,
@@ -25,8 +25,8 @@ QUERY_LISTS: dict[str, list[str]] = {
     "scope queries": list(SCOPE_QUERIES),
 }
 
-# The held-out third of every list, as first drawn (before any run of the benchmark): a
-# change to the data or the seed that moves it must be deliberate, with a new digest.
+# The held-out third of every list, as first drawn (before any run of the benchmark) and now
+# written in the data (`heldout`): a change that moves it must be deliberate, with a new digest.
 SPLIT_DIGEST = "0dc900acb004e114b22bf7f1a4ae4dfdba8796ef54c55f3de3cb15a61870b497"
 
 

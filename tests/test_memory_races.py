@@ -1,5 +1,5 @@
-"""Short runs of the memory race benchmark (bench/memory_races.py; `python -m
-bench.memory_races` is the long one): real server processes remember (and forget) at once
+"""Short runs of the memory race benchmark (bench/robustness/memory_races.py; `python -m
+bench.robustness.memory_races` is the long one): real server processes remember (and forget) at once
 through the stand-in REST API, through the folder and REST together, and on two devices
 kept in step by a file sync tool; no acknowledged memory is lost on any device (from the
 files, nor from a fresh process's recall) and no acknowledged forget comes back."""
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.memory_races import SCENARIOS, Sizes, run_scenario
+from bench.robustness.memory_races import SCENARIOS, Sizes, run_scenario
 
 # A device's 15 remembers span about 2 s: the sync's rounds (every 0.5-1 s) fall amid them.
 SMALL = Sizes(processes=3, per_process=20, per_device=15, forget_every=4, device_pause=0.15)

@@ -1,4 +1,4 @@
-"""The benchmark question set keeps its rules (bench/questions.py), on the real vault."""
+"""The benchmark question set keeps its rules (bench/retrieval/questions.py), on the real vault."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.harness import load_questions
-from bench.questions import (
+from bench.retrieval.questions import (
     DEEP_OFFSET,
     assign_splits,
     missing_query_vectors,
@@ -20,6 +19,7 @@ from bench.questions import (
     strict_paraphrases,
     vault_notes,
 )
+from bench.shared.harness import load_questions
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ and in JSON, and one that answers does not.
 
 Fusion seats each ranking's best few passages first, which decides what gets into a reply;
 the reply then shows its notes by score (`packing.group_by_file`). The weak-match floor is
-calibrated by `python -m bench.weak_match`, which reports the rates on every answerable and
-off-vault question; here a sample of each is pinned.
+calibrated by `python -m bench.retrieval.weak_match`, which reports the rates on every
+answerable and off-vault question; here a sample of each is pinned.
 """
 
 import shutil
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness import QUESTIONS, REPO_ROOT, load_questions
+from bench.shared.harness import QUESTIONS, REPO_ROOT, load_questions
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.reading import read_note_window
-from obsidian_mcp.retrieval.packing import PassageHit
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.sources.folder import FolderSource
@@ -45,8 +45,8 @@ ORDER_QUESTIONS = {
 }
 # Ledgerline without its devlogs, meetings, handovers and dailies (255 of its 360 KB): its
 # index is built here, and this keeps that to a few seconds of the model's work. The
-# questions above are answered in what is left; python -m bench.weak_match and
-# python -m bench.vaults ask every question of the whole vault.
+# questions above are answered in what is left; python -m bench.retrieval.weak_match and
+# python -m bench.retrieval.vaults ask every question of the whole vault.
 _LEDGERLINE_LEFT_OUT = ("Devlog", "Meetings", "Handover", "Daily")
 # The issue's examples, each listed a note before the one that answers it.
 LEADS = {
@@ -55,7 +55,7 @@ LEADS = {
     "Who is Kettle?": "Characters/Kettle.md",
 }
 # Questions about neither vault whose best match is far below the floor on both
-# (bench/off_vault_questions.jsonl; python -m bench.weak_match --dump lists each).
+# (fixtures/off_vault_questions.jsonl; python -m bench.retrieval.weak_match --dump lists each).
 OFF_VAULT = [
     "spaceship warp drive quantum",
     "How many calories are in a banana?",

@@ -30,13 +30,13 @@ from obsidian_mcp.retrieval.corpus import (
     Corpus,
     passage_spans,
 )
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
 from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import (
     FileContext,
-    PassageHit,
     SearchResult,
     group_by_file,
     next_read,
@@ -570,7 +570,7 @@ async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path
     vault = copy_fixture_vault(tmp_path / "vault")
     corpus = Corpus(Vault(None, FolderSource(vault)), IndexStore(":memory:"), refresh_seconds=0)
     await corpus.sync(read_all=True)
-    rows = (REPO_ROOT / "bench" / "questions.jsonl").read_text("utf-8").splitlines()
+    rows = (REPO_ROOT / "fixtures" / "questions.jsonl").read_text("utf-8").splitlines()
     questions = [json.loads(row)["question"] for row in rows[::6]]
     questions += ["apprenticeship lamplighters", "Élodie's maps", "tidecraft basics"]
     for question in questions:

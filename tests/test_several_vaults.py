@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from bench.definitions import measure_definitions
+from bench.economy.definitions import measure_definitions
 from obsidian_mcp.cli import main
 from obsidian_mcp.config import Settings
 from obsidian_mcp.server import build_server

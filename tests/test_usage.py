@@ -20,9 +20,9 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from bench import usage_check
-from bench.definitions import measure_definitions
-from bench.harness import CallResult
+from bench.economy import usage_check
+from bench.economy.definitions import measure_definitions
+from bench.shared.harness import CallResult
 from obsidian_mcp.config import Settings
 from obsidian_mcp.retrieval.keyword import terms
 from obsidian_mcp.server import build_server
@@ -529,7 +529,7 @@ def test_stats_says_what_to_do_without_a_log_or_with_a_bad_period(tmp_path: Path
 def test_the_benchmark_counts_the_follow_ups_as_stats_does(
     logged: dict[str, tuple[Settings, Conversation]],
 ) -> None:
-    """`bench.usage_check` counts from what its client saw (reply texts, arguments sent);
+    """`bench.economy.usage_check` counts from what its client saw (reply texts, arguments sent);
     on this conversation both signals occur, so neither side can drift unseen."""
     settings, conversation = logged["on"]
     seen = [

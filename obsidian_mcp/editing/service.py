@@ -281,7 +281,7 @@ class Editor:
         if not text:
             # A save truncates the file before it writes it: an empty note changed a
             # moment ago is most likely half saved, and an edit made on it would replace
-            # the whole text the save is about to write (measured: bench/edit_races.py).
+            # the whole text the save is about to write (measured: bench/robustness/edit_races.py).
             raise EditRefused(
                 f"{path!r} is empty and changed {age:.0f} s ago: a save may be half "
                 f"done, so nothing was written. {wait}"

@@ -4,7 +4,7 @@
 A new process builds hundreds of thousands of objects from the index (notes, passages,
 text hashes, vectors). Each few hundred allocations start a collection, and every few
 of those walk all objects made so far, none of which is garbage: at 10,000 notes that
-was 0.25 s of the 0.73 s the notes took to load (python -m bench.index_bench --prebuilt).
+was 0.25 s of the 0.73 s the notes took to load (python -m bench.speed.index --prebuilt).
 The collector is off while a load runs, in whichever thread, and on again when the last
 load ends. It only finds reference cycles, and loads make none.
 """

@@ -45,7 +45,7 @@ DEFAULT_MAX_TOKENS = 256
 BATCH_SIZE = 32
 # Questions whose vectors are kept. A search over several vaults embeds its question once
 # per vault and once more to weigh the vaults' answers against each other; it was 2.6
-# times the slowest vault alone at p90 (python -m bench.several_vaults) until the later
+# times the slowest vault alone at p90 (python -m bench.retrieval.several_vaults) until the later
 # embeddings found the first. A handful covers the questions of one turn.
 RECENT_QUESTIONS = 16
 _TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
@@ -190,7 +190,7 @@ class OnnxEmbedder:
         # and the other processes need; they sleep instead.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # No memory arena and no memory pattern: an arena keeps the peak of the largest batch
-        # for the life of the process. python -m bench.embedding --threads 1 (calls of 4
+        # for the life of the process. python -m bench.speed.embedding --threads 1 (calls of 4
         # passages, as the build sends them): the process grows by 170 MB without, 208 MB
         # with, at the same speed (59-61 passages per CPU-second either way); with calls of
         # 128 passages the arena held 655 MB.

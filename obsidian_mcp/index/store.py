@@ -290,7 +290,7 @@ class IndexStore:
         # Vectors are read on a connection of their own, so a new process loads them while
         # it loads the notes: at 10,000 notes the two took 0.68 s and 0.3-0.7 s one after
         # the other, and a new server's first answer came after 2.93 s (folder) and 2.95 s
-        # (stand-in) instead of 2.54 s and 2.23 s side by side (bench.index_bench --prebuilt).
+        # (stand-in) instead of 2.54 s and 2.23 s side by side (bench.speed.index --prebuilt).
         self._vector_lock = threading.Lock()
         self._vector_db: sqlite3.Connection | None = None
 

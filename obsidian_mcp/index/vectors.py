@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 # Texts embedded and committed together. Queries share the model with the build and wait
 # for the batch in hand: with 16, the warm query median during a build was 850 ms on this
-# 2-core machine under load (python -m bench.index_bench, 1,000 notes); texts are short
+# 2-core machine under load (python -m bench.speed.index, 1,000 notes); texts are short
 # runs of sentences, so smaller batches cost little throughput and bound that wait.
 BUILD_BATCH = 4
 # Texts taken per look-up of what is left to embed. A look-up reads on from where the last
@@ -47,7 +47,7 @@ class PassageVectors:
 
     The rows are held as stored, int8 codes with a scale each (`store.quantized`), a
     quarter of float32: at the 159,646 texts of the generated 10,000-note vault, 62 MB
-    instead of 245 MB of a server's 661 MB (python -m bench.index_bench --prebuilt). A
+    instead of 245 MB of a server's 661 MB (python -m bench.speed.index --prebuilt). A
     score is off by at most 0.002 of cosine similarity there, and a query costs 7 ms
     instead of 4 (codes turned to float32 a block at a time, then one matrix product per
     block)."""
@@ -76,7 +76,7 @@ class PassageVectors:
     def refresh(self, store: IndexStore) -> int:
         """Take in the vectors stored since the last refresh; how many arrived."""
         # Queries refresh from worker threads: two at once would read the same new rows
-        # and take them in twice (1 of 500 calls failed so under python -m bench.http_load).
+        # and take them in twice (1 of 500 calls failed so under python -m bench.speed.http_load).
         with self._lock, collector_paused():
             first_load = not self._hashes
             if first_load:  # room for every stored row at once

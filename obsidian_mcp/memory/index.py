@@ -108,8 +108,8 @@ _MICROSECOND = timedelta(microseconds=1)
 _COLUMNS = "id, ts, content, tags, context, type, source, scope, occurred, supersedes"
 # The fusion of the rankings by words, by meaning and by the period a query names, chosen
 # on the development set of issue 37: LoCoMo's conversations 26, 30, 41, 42 and 43 (756
-# questions, `python -m bench.locomo --data locomo10.zip`; any@5 / any@10 / MRR@10) with
-# the 34 paraphrases of `python -m bench.memory_bench --meaning` (hit@1 / hit@5). Before:
+# questions, `python -m bench.memory.locomo --data locomo10.zip`; any@5 / any@10 / MRR@10) with
+# the 34 paraphrases of `python -m bench.memory.recall --meaning` (hit@1 / hit@5). Before:
 # meaning at weight 2 over words, 55.2 / 63.6 / 0.404, 18 / 22; plain RRF of BM25 and the
 # model 56.7 / 66.3 / 0.401. Words count fully once the best match holds WORDS_CONFIDENT
 # of the query's words (by idf), in proportion below. Without the period's ranking: words

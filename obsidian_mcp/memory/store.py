@@ -90,7 +90,7 @@ def utc_now() -> datetime:
 
 # Cosine similarity from which an existing memory is reported on remember as close to the
 # new one, and from which it is called nearly the same fact (the agent may supersede or
-# forget). `python -m bench.memory_quality`, 20 dev pairs of a fact and its rewording
+# forget). `python -m bench.memory.quality`, 20 dev pairs of a fact and its rewording
 # against 20 of related but different facts: precision and recall 100% from 0.70 to 0.75
 # (best F1), 0.80 misses one rewording; held-out (10 + 10) 100% / 100% at 0.75.
 SIMILAR_FLOOR = 0.60
@@ -98,7 +98,7 @@ NEAR_DUPLICATE = 0.75
 # Memories reported as close on remember.
 _SIMILAR_SHOWN = 3
 # Best meaning similarity below which a recall by query says nothing matched (the nearest
-# may follow, labelled weak). `python -m bench.memory_quality`, dev: true paraphrases that
+# may follow, labelled weak). `python -m bench.memory.quality`, dev: true paraphrases that
 # name people by role score 0.2-0.45 while in-world questions about what was never stored
 # score 0.36-0.66 (they share names), so no floor separates them; the highest floor that
 # is wrong on at most 5% of answerable dev questions is 0.20 (0.40 was wrong on 70%). It

@@ -21,7 +21,8 @@ import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.reading import SearchMap
-from obsidian_mcp.retrieval.packing import FileContext, PassageHit, SearchResult, by_score
+from obsidian_mcp.retrieval.cutting import PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, SearchResult, by_score
 from obsidian_mcp.retrieval.quick_context import QuickContext
 from obsidian_mcp.retrieval.search import (
     OFFERED_PER_SHOWN,
@@ -36,7 +37,7 @@ T = TypeVar("T")
 # relevance the nearest in meaning of its first RELEVANCE_PASSAGES passages. Both
 # development vaults' questions asked of both vaults without naming one (first response,
 # 206 questions; with the question's own vault named: 74%): taking the vaults in turn 59%
-# (python -m bench.several_vaults). Weighed by the shown passages embedded again, on the
+# (python -m bench.retrieval.several_vaults). Weighed by the shown passages embedded again, on the
 # same answers: by the first passage, power 1: 68%, 2: 70%, 4: 69%; by the first three,
 # power 1: 69%, 2: 72%, 4: 73%, 8: 72%. With their stored vectors, as here: 73% (the
 # bench again).
@@ -153,7 +154,7 @@ def offered_shares(
     score weighed as `merged_search` weighs them. What one vault's query cuts is then cut
     over every vault, not that times the vaults: the cutting was half a search's time, and
     a search over two vaults took 2.6 times the slower alone at p90 (issue 28 asks 2 at
-    most; python -m bench.several_vaults)."""
+    most; python -m bench.retrieval.several_vaults)."""
     weights = _weights([name for name, _ in named], relevance)
     scored = sorted(
         (

@@ -419,8 +419,8 @@ class CandidateSources:
             # The local index has every passage: the semantic sources are not asked. With
             # them (Smart Connections' blocks, same model, coarser) the dev questions scored
             # 69% in the first response through /search/smart and 70-73% through stored
-            # vectors; without them 73% and 74% (python -m bench.ablation, "no semantic";
-            # python -m bench.retrieval_bench).
+            # vectors; without them 73% and 74% (python -m bench.retrieval.ablation, "no semantic";
+            # python -m bench.retrieval.quality).
             answer = SemanticAnswer("lexical-fallback", ())
         else:
             answer = await self.semantic.search(
@@ -435,7 +435,7 @@ class CandidateSources:
             # Nothing ranks the words' finds by meaning while the local index builds (no
             # semantic source gave any): they are embedded now, and ranked again. A cold
             # ledgerline's first minute: 49% -> 69% (70% built) at 30 passages, 64% at 15,
-            # 62% at 10 (python -m bench.retrieval_bench); about half a second a question.
+            # 62% at 10 (python -m bench.retrieval.quality); about half a second a question.
             dense = await self.with_embedded(dense, prefix, keyword_ranking[:on_demand])
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix

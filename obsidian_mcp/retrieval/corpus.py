@@ -48,7 +48,7 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 # to hold an answer with its context, small enough that five of them fit a 1,000-token reply.
 PASSAGE_CHARS = 480
 # Most characters of one embedded text (a run of whole sentences of a passage). Measured
-# on bench/questions.jsonl over fixtures/vault, paraphrase questions whose answer is among
+# on fixtures/questions.jsonl over fixtures/vault, paraphrase questions whose answer is among
 # the top 3 passages by meaning: 4 of 11 with one vector per passage (480 characters),
 # 9 of 11 with runs of 200 characters and the folder path in the prefix.
 WINDOW_CHARS = 200

@@ -10,21 +10,42 @@ block that a semantic source judged relevant as a whole is shown whole. Off (the
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord
 from obsidian_mcp.retrieval.keyword import terms, words
-from obsidian_mcp.retrieval.packing import PassageHit, display_section
 from obsidian_mcp.text.markdown import plain_text
 from obsidian_mcp.text.snippets import sentence_spans
 
 # Most characters of one passage as shown: a paragraph or two. On the dev questions
-# (python -m bench.retrieval_bench, first response / median tokens, folder with the local
+# (python -m bench.retrieval.quality, first response / median tokens, folder with the local
 # index): 440 gave 71% / 678, 560 74% / 724, 700 76% / 750, 840 73% / 780 (fewer fit).
 FOCUS_CHARS = 700
 _MIN_PROSE_WORDS = 4
 _LINE_BREAK_RE = re.compile(r"\n")
 _TAG_RE = re.compile(r"(?<!\w)#[^\s#]+")
 _LINK_RE = re.compile(r"!?\[\[[^\]]*\]\]")
+
+
+def display_section(section: tuple[str, ...], title: str) -> tuple[str, ...]:
+    """The heading path without a leading top heading that only repeats the note's title."""
+    return section[1:] if section and section[0] == title else section
+
+
+@dataclass(frozen=True, slots=True)
+class PassageHit:
+    """Verbatim text of a note, `content[start:end]`, under the heading path `section`."""
+
+    path: str
+    section: tuple[str, ...]
+    start: int
+    end: int
+    text: str
+    # Relative to the best hit of the response (1.0), for ranking at a glance.
+    score: float
+    # Whether the section has text before / after the passage (shown as "…").
+    cut_before: bool
+    cut_after: bool
 
 
 def line_of(content: str, offset: int) -> int:

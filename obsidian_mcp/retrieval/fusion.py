@@ -31,7 +31,7 @@ DENSE_WEIGHT = 1.0
 # How many of each ranking's best passages are always shown first. A query embedding's
 # top three hold the answer far more often than its next ones (measured on the bundled
 # vault), so meaning gets more seats. First response on the dev questions of both
-# development vaults together (python -m bench.tune; issue 20): 2 dense seats 73.0%, 3
+# development vaults together (python -m bench.retrieval.tune; issue 20): 2 dense seats 73.0%, 3
 # seats 75.2%, 4 seats 76.6% (ledgerline +2 questions, fixtures unchanged), 5 seats 75.9%
 # (fixtures -1); with 4, one keyword seat 73.0% (fixtures -4, ledgerline -1), three 72.3%
 # (-3 on each).
@@ -41,7 +41,7 @@ DENSE_SEATS = 4
 # Passages in the first AGREEMENT_DEPTH of both the keywords' and the local index's
 # rankings are seated (at most AGREEMENT_SEATS) right after each ranking's best: the seats
 # above let two rankings' own picks crowd out the passage both rank highly, the agreement
-# rank fusion exists for. python -m bench.retrieval_bench, first response: dev 76% -> 77%,
+# rank fusion exists for. python -m bench.retrieval.quality, first response: dev 76% -> 77%,
 # common-term 95% -> 100%, alias 47% -> 53%, no slice lower, held-out unchanged (76%).
 # One seat changed nothing; a depth of 10 took paraphrase from 64% to 54%.
 AGREEMENT_DEPTH = 5

@@ -5,6 +5,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.strength import MatchStrength
 from obsidian_mcp.text.markdown import ParsedNote
 from obsidian_mcp.text.snippets import sentence_spans
@@ -24,27 +25,6 @@ class FileContext:
     dates: tuple[tuple[str, str], ...] = ()
     # What replaced the note ("superseded by [[ADR-0010 …]]"), when it says it was.
     replaced: str = ""
-
-
-def display_section(section: tuple[str, ...], title: str) -> tuple[str, ...]:
-    """The heading path without a leading top heading that only repeats the note's title."""
-    return section[1:] if section and section[0] == title else section
-
-
-@dataclass(frozen=True, slots=True)
-class PassageHit:
-    """Verbatim text of a note, `content[start:end]`, under the heading path `section`."""
-
-    path: str
-    section: tuple[str, ...]
-    start: int
-    end: int
-    text: str
-    # Relative to the best hit of the response (1.0), for ranking at a glance.
-    score: float
-    # Whether the section has text before / after the passage (shown as "…").
-    cut_before: bool
-    cut_after: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +196,11 @@ def next_read(
     the hint takes the first passage fusion seated whose read holds more. None when every
     section is shown whole; the best passage when the reply shows no text (concise).
 
-    Measured with `python -m bench.vaults --no-first-session` (within two calls of all
+    Measured with `python -m bench.retrieval.vaults --no-first-session` (within two calls of all
     questions; the first responses and the passages shown are the same under each rule):
     fixtures 101 of 126 and ledgerline 57 of 80 naming the best passage whatever its read
     holds (main 330a22d); 102 and 58 taking the next by score when the best is shown whole;
-    104 and 58 taking the next fusion seated (`bench.tune`, dev questions: fixtures 69 ->
+    104 and 58 taking the next fusion seated (`bench.retrieval.tune`, dev questions: fixtures 69 ->
     70 of 84, ledgerline 41 either way). Before 26.1 (the first passage, in reading order,
     of the note fusion seated first): 103 and 58; the dev questions that hint answered and
     this one does not have a best passage whose section holds more, which 26.1 names."""

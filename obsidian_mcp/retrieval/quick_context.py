@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from obsidian_mcp.errors import InvalidArgument
 from obsidian_mcp.retrieval.corpus import ProgressCallback
-from obsidian_mcp.retrieval.cutting import focus_window, passage_hit
+from obsidian_mcp.retrieval.cutting import PassageHit, focus_window, passage_hit
 from obsidian_mcp.retrieval.links import is_attachment_target
-from obsidian_mcp.retrieval.packing import FileContext, PassageHit, shorten
+from obsidian_mcp.retrieval.packing import FileContext, shorten
 from obsidian_mcp.retrieval.search import Retriever, file_context
 
 # Passages read to build the overview; more than a search shows, fewer than a note holds.

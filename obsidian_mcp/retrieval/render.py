@@ -10,7 +10,8 @@ from typing import Any
 
 from obsidian_mcp.limits import QUERY_ECHO_CHARS, clip
 from obsidian_mcp.paths import note_name
-from obsidian_mcp.retrieval.packing import FileContext, FileGroup, PassageHit, SearchResult
+from obsidian_mcp.retrieval.cutting import PassageHit
+from obsidian_mcp.retrieval.packing import FileContext, FileGroup, SearchResult
 from obsidian_mcp.text.markdown import heading_reference
 from obsidian_mcp.text.snippets import ELLIPSIS
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -78,7 +79,7 @@ def group_header(context: FileContext, matches: int | None = None) -> str:
 
 def passage_block(hit: PassageHit) -> str:
     # The link carries the breadcrumb; written out beside it as well, it cost a reply of
-    # five passages about 40 tokens (python -m bench.vaults, issue 20).
+    # five passages about 40 tokens (python -m bench.retrieval.vaults, issue 20).
     head = f"### {obsidian_link(hit.path, hit.section)} · score {hit.score:.2f} · passage"
     text = (ELLIPSIS if hit.cut_before else "") + hit.text + (ELLIPSIS if hit.cut_after else "")
     return head + "\n" + text

@@ -38,13 +38,12 @@ from obsidian_mcp.retrieval.candidates import (
 )
 from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.currency import Currency, current_first, note_dates
-from obsidian_mcp.retrieval.cutting import cut_passages, passage_hit
+from obsidian_mcp.retrieval.cutting import PassageHit, cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import RankedPassages, fuse
 from obsidian_mcp.retrieval.links import LinkGraph
 from obsidian_mcp.retrieval.packing import (
     FileContext,
-    PassageHit,
     SearchResult,
     by_score,
     group_by_file,

@@ -1,7 +1,7 @@
 # pyright: strict
 """Which stages of `vault_semantic_query` run (`OBSIDIAN_STAGES_OFF`, default: all). The
 benchmark switches each one off in turn to measure what it is worth (`python -m
-bench.ablation`, the ablation table in bench/REPORT.md)."""
+bench.retrieval.ablation`, the ablation table in bench/REPORT.md)."""
 
 from collections.abc import Set
 from dataclasses import dataclass

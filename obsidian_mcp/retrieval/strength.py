@@ -12,16 +12,15 @@ its measure the match is weak, and the reply says so in words and in JSON.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:  # packing (below candidates) imports MatchStrength from here
-    from obsidian_mcp.index.vectors import PassageVectors
-    from obsidian_mcp.retrieval.candidates import Candidates
-    from obsidian_mcp.retrieval.corpus import Corpus
+from obsidian_mcp.index.vectors import PassageVectors
+from obsidian_mcp.retrieval.candidates import Candidates
+from obsidian_mcp.retrieval.corpus import Corpus
 
 # Floors of each measure below which the best match is weak: the highest that labels none
-# of the answerable dev questions of both development vaults (python -m bench.weak_match,
-# which also asks bench/off_vault_questions.jsonl). By meaning, 0.30: answerable 0 of 137
+# of the answerable dev questions of both development vaults (python -m bench.retrieval.weak_match,
+# which also asks fixtures/off_vault_questions.jsonl). By meaning, 0.30: answerable 0 of 137
 # dev and 0 of 69 held-out; off-vault fixtures 11/15 dev, 10/15 held-out, ledgerline 9/15,
 # 11/15. The lowest answerable question scores 0.32 (a paraphrase naming people by role);
 # 0.35 labels 4 answerable dev questions, off-vault then 73-87%. By words the two do not
@@ -49,7 +48,7 @@ class MatchStrength:
 
 
 def by_meaning(
-    corpus: "Corpus", candidates: "Candidates", vectors: "PassageVectors | None"
+    corpus: Corpus, candidates: Candidates, vectors: PassageVectors | None
 ) -> MatchStrength | None:
     """The question's similarity to its nearest passage, when the local index has every
     passage (an incomplete index may not hold the nearest yet)."""
@@ -64,7 +63,7 @@ def by_meaning(
 
 
 def by_words(
-    corpus: "Corpus", keyword: Sequence[int], weighted: Sequence[tuple[str, float]]
+    corpus: Corpus, keyword: Sequence[int], weighted: Sequence[tuple[str, float]]
 ) -> MatchStrength:
     """The largest share of the question's word weight one of the best keyword passages
     holds (`weighted`: the question's own terms, each weighed by its rarity)."""
@@ -79,9 +78,9 @@ def by_words(
 
 
 def match_strength(
-    corpus: "Corpus",
-    candidates: "Candidates",
-    vectors: "PassageVectors | None",
+    corpus: Corpus,
+    candidates: Candidates,
+    vectors: PassageVectors | None,
     weighted: Sequence[tuple[str, float]],
 ) -> MatchStrength:
     return by_meaning(corpus, candidates, vectors) or by_words(corpus, candidates.keyword, weighted)

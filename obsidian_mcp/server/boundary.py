@@ -159,7 +159,7 @@ def listed_vault(schema: Schema) -> Schema:
     once that it takes a vault's name, and name them. Typed, so a client that checks
     arguments knows it (issue 35, item 17): 224 characters over the untyped listing, paid
     for by shorter instructions, 2,650 tokens for two vaults against the bound of 2,650
-    (python -m bench.definitions). A value that is not a name is refused with the names
+    (python -m bench.economy.definitions). A value that is not a name is refused with the names
     (`AppState.served`)."""
     properties = cast(dict[str, Schema], schema.get("properties", {}))
     if VAULT_PARAMETER not in properties:
@@ -441,7 +441,7 @@ class VaultServer(MCPServer[AppState]):
 
     async def _definitions(self) -> int:
         """Tokens of the tool list and instructions a client sends with every request,
-        counted as `bench.definitions` counts them (once: the list is fixed at build). The
+        counted as `bench.economy.definitions` counts them (once: the list is fixed at build). The
         list is the one a current client receives, the SDK's server-identity stamp included."""
         if self._definitions_tokens is None:
             stamp = {SERVER_INFO_META_KEY: self._lowlevel_server.server_info_stamp}

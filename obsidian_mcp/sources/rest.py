@@ -104,7 +104,7 @@ def encode_path(path: str) -> str:
 
 # The extension's 503s mean Smart Connections is not loaded, or failed on this query (after
 # polling 5 s for it): asking again only repeats the wait (1.5 s of retries per query on
-# the stand-in, seen in python -m bench.index_bench).
+# the stand-in, seen in python -m bench.speed.index).
 _SMART_SEARCH_FINAL = frozenset({503})
 
 
@@ -137,7 +137,7 @@ def _is_dropped(exc: BaseException | None) -> bool:
 # dropped connection is tried again at once on a new one, waits growing to half a second.
 # 30 vault_read_note calls with the stand-in dropping every third request took 8.5-12.6 s
 # with the first alone (jitter up to 1 s per retry), 3.8-6.6 s with both (python -m
-# bench.several_vaults --part drops, three and two runs on the shared 2-core machine).
+# bench.retrieval.several_vaults --part drops, three and two runs on the shared 2-core machine).
 _FAILURE_BACKOFF = wait_exponential_jitter(multiplier=0.1, max=2.0)
 _DROP_BACKOFF = wait_exponential_jitter(multiplier=0.05, jitter=0.05, max=0.5)
 

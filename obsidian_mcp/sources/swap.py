@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 # How long a save that tried to open the note during the edit may take to write into it
 # once the edit lets go: Node's `fs.writeFile` truncates when it opens and writes on a
 # later turn of its event loop (under a millisecond on a desktop; 2 ms gaps lost whole
-# notes in bench/edit_races.py before this wait existed). Paid only when someone tried to
+# notes in bench/robustness/edit_races.py before this wait existed). Paid only when someone tried to
 # open the note meanwhile, or no lease could be had.
 SETTLE_SECONDS = 0.05
 # How long an edit waits for the programs that have the note open to close it before it

@@ -1,0 +1,346 @@
+"""Retrieval per development vault: the figures issue 20 asks for, on each vault apart.
+
+    python -m bench.retrieval.vaults   # both vaults, index built; ledgerline's first session too
+    python -m bench.retrieval.vaults --vault ledgerline --no-first-session
+
+What a user gets with the default install: the server on the vault folder, no Smart
+Connections, the local passage index built (``obsidian-mcp index``). Each question gets
+``vault_semantic_query`` with defaults and, on a miss, the read its response suggests
+(``economy.follow_hint``). Figures per vault, split and category: answer in the first
+response, within two calls, and the first response's median tokens; and each ranking's
+candidate ceiling on the same index (``candidate_recall``: is the gold in its top 20?).
+
+**First session**: a fresh copy of the vault, no index; the server starts and questions
+are asked one after another (in a seeded random order) until ``FIRST_SESSION_SECONDS``
+have passed, as a user's first minute would, once per ``FIRST_SESSION_MODES`` (the
+default, and the first-day levers switched off or changed one at a time). Their hit rate
+is set against the same questions on the built index, all from this one run.
+
+Held-out questions (a seeded third per category of each vault, drawn before any result
+was seen: ``bench/retrieval/questions.py`` for fixtures, ``fixtures/ledgerline/README.md``) are
+reported apart and never tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.retrieval.candidate_recall import Recall, candidate_recall
+from bench.retrieval.traces import Recorder, Trace, run_traced, semantic_step
+from bench.shared.harness import (
+    FIXTURE_VAULT,
+    OUT_DIR,
+    QUESTIONS,
+    REPO_ROOT,
+    Question,
+    build_indexes,
+    copy_vault,
+    load_questions,
+    markdown_table,
+    median,
+    save_results,
+    server_env,
+    stdio_session,
+)
+
+# A user's first minute with a new install: what issue 20 measures the first day by.
+FIRST_SESSION_SECONDS = 60.0
+_ORDER_SEED = "obsidian-mcp first session, issue 20"
+
+
+@dataclass(frozen=True)
+class DevVault:
+    name: str
+    vault: Path
+    questions: Path
+
+
+VAULTS = (
+    DevVault("fixtures", FIXTURE_VAULT, QUESTIONS),
+    DevVault(
+        "ledgerline",
+        REPO_ROOT / "fixtures" / "ledgerline" / "vault",
+        REPO_ROOT / "fixtures" / "ledgerline" / "questions.jsonl",
+    ),
+)
+
+
+def figures(traces: Sequence[Trace]) -> dict[str, float]:
+    count = len(traces) or 1
+    return {
+        "questions": len(traces),
+        "hit_first": 100 * sum(t.hit_first for t in traces) / count,
+        "hit_two": 100 * sum(t.hit_two for t in traces) / count,
+        "median_first_tokens": median([t.first_tokens for t in traces]) if traces else 0,
+        "errors": sum(1 for t in traces if t.error),
+    }
+
+
+def by_slice(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str, Any]:
+    """{split: {"all" | category: figures}}, plus "all" over both splits."""
+    split_of = {q.id: q.split for q in questions}
+    out: dict[str, Any] = {}
+    for split in ("all", "dev", "heldout"):
+        chosen = [t for t in traces if split == "all" or split_of[t.question] == split]
+        categories = sorted({t.category for t in chosen})
+        out[split] = {
+            "all": figures(chosen),
+            **{c: figures([t for t in chosen if t.category == c]) for c in categories},
+        }
+    return out
+
+
+async def built_index_run(
+    dev_vault: DevVault, questions: Sequence[Question], work: Path
+) -> tuple[list[Trace], Recall]:
+    """Each question's first response and follow-up on a built index, and the candidate
+    ceiling of each ranking on the same index (`candidate_recall`)."""
+    copy = copy_vault(
+        work / dev_vault.name / "built" / "vault", vectors=False, source=dev_vault.vault
+    )
+    env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
+    build_indexes([env])
+    recall = await candidate_recall(env, questions)
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        traces, _ = await run_traced(
+            f"{dev_vault.name}, index built", recorder, semantic_step(recorder), questions
+        )
+    return traces, recall
+
+
+# The first session: with the server's default; without the first-question wait, as a
+# vault too big to wait for gets it (its questions embed their keyword candidates on
+# demand); without either, as before issue 20; and with the model on both cores while the
+# user waits. All measured in the same run.
+FIRST_SESSION_MODES: dict[str, dict[str, str]] = {
+    "meaning wait (default)": {},
+    "no wait, keyword candidates embedded on demand": {"OBSIDIAN_INDEX_MEANING_WAIT_SECONDS": "0"},
+    "no wait, nothing on demand (before issue 20)": {
+        "OBSIDIAN_INDEX_MEANING_WAIT_SECONDS": "0",
+        "OBSIDIAN_INDEX_ON_DEMAND_PASSAGES": "0",
+    },
+    "meaning wait, model on 2 threads": {"OBSIDIAN_MODEL_THREADS": "2"},
+}
+
+
+async def first_session_run(
+    dev_vault: DevVault,
+    questions: Sequence[Question],
+    work: Path,
+    mode: str,
+) -> list[Trace]:
+    """Questions asked from the server's start on a copy never indexed, until the first
+    minute is over; the traces of those asked within it."""
+    where = work / dev_vault.name / f"cold-{list(FIRST_SESSION_MODES).index(mode)}"
+    copy = copy_vault(where / "vault", vectors=False, source=dev_vault.vault)
+    env = server_env(vault=copy, config_dir=where / "config") | FIRST_SESSION_MODES[mode]
+    order = list(questions)
+    random.Random(_ORDER_SEED).shuffle(order)
+    asked: list[Trace] = []
+    started = time.perf_counter()
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        step = semantic_step(recorder)
+        for question in order:
+            if time.perf_counter() - started >= FIRST_SESSION_SECONDS:
+                break
+            with contextlib.redirect_stdout(io.StringIO()):  # one line per question otherwise
+                traces, _ = await run_traced("first session", recorder, step, [question])
+            asked += traces
+        print(f"  first session: {sum(t.hit_first for t in asked)}/{len(asked)} answered")
+    return asked
+
+
+def slice_table(name: str, found: dict[str, Any]) -> str:
+    rows: list[list[object]] = []
+    for split, slices in found.items():
+        for category, f in slices.items():
+            rows.append(
+                [
+                    name,
+                    split,
+                    category,
+                    int(f["questions"]),
+                    f"{f['hit_first']:.0f}%",
+                    f"{f['hit_two']:.0f}%",
+                    f"{f['median_first_tokens']:.0f}",
+                ]
+            )
+    return markdown_table(
+        [
+            "vault",
+            "split",
+            "category",
+            "questions",
+            "first response",
+            "within two",
+            "median tokens",
+        ],
+        rows,
+    )
+
+
+def first_session_table(result: dict[str, Any]) -> str:
+    rows = [
+        [
+            vault,
+            int(r["asked"]),
+            f"{r.get('first_wait_seconds', 0)} s",
+            f"{r['cold_first']:.0f}%",
+            f"{r['built_first']:.0f}%",
+            f"{r['cold_first'] - r['built_first']:+.0f}",
+        ]
+        for vault, r in result.items()
+    ]
+    return markdown_table(
+        [
+            "vault",
+            "questions asked in the first 60 s",
+            "the first answer waited",
+            "first response, cold",
+            "same questions, index built",
+            "difference (points)",
+        ],
+        rows,
+    )
+
+
+def ceiling_table(found: dict[str, Any]) -> str:
+    """Per vault, split and category: the share of questions whose gold is within the
+    first 20 passages of each ranking (the ceiling of what the later stages can show)."""
+    rows: list[list[object]] = []
+    for name, recall in found["candidate_recall"].items():
+        categories: list[str] = found["categories"][name]
+        splits: list[str] = found["splits"][name]
+        for split in ("dev", "heldout"):
+            for category in ["all", *sorted(set(categories))]:
+                chosen = [
+                    i
+                    for i, (c, s) in enumerate(zip(categories, splits, strict=True))
+                    if s == split and category in ("all", c)
+                ]
+                if not chosen:
+                    continue
+                cells = [
+                    f"{100 * sum(recall[r]['@20'][i] for i in chosen) / len(chosen):.0f}%"
+                    for r in ("keyword", "dense", "fused")
+                ]
+                rows.append([name, split, category, len(chosen), *cells])
+    return markdown_table(
+        [
+            "vault",
+            "split",
+            "category",
+            "questions",
+            "keyword top 20",
+            "dense top 20",
+            "fused top 20",
+        ],
+        rows,
+    )
+
+
+def report(found: dict[str, Any]) -> str:
+    """The per-vault tables as markdown: figures per split and category, candidate ceilings,
+    and the first session when it was run."""
+    parts = [
+        "Per vault, split and category (first response / within two calls / median tokens "
+        "of the first response; `python -m bench.retrieval.vaults`):"
+    ]
+    parts += [slice_table(name, slices) for name, slices in found["per_vault"].items()]
+    parts += [
+        "Candidate ceiling per vault: is the gold within each ranking's first 20 passages "
+        "at all (`bench/retrieval/candidate_recall.py`)?",
+        ceiling_table(found),
+    ]
+    if found["first_session"]:
+        parts += [
+            "First session: questions asked in the first minute on a cold copy, against the "
+            "same questions on the built index:",
+            first_session_table(found["first_session"]),
+        ]
+    return "\n\n".join(parts)
+
+
+async def run(vault: str | None = None, *, first_session: bool = True) -> dict[str, Any]:
+    """The figures of one development vault (by name) or of every one (None)."""
+    chosen = [v for v in VAULTS if vault in (None, v.name)]
+    results: dict[str, Any] = {
+        "per_vault": {},
+        "first_session": {},
+        "traces": {},
+        "candidate_recall": {},
+        "categories": {},
+        "splits": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="vaults-") as tmp:
+        work = Path(tmp)
+        for dev_vault in chosen:
+            questions = load_questions(dev_vault.questions)
+            print(f"{dev_vault.name}: {len(questions)} questions", flush=True)
+            traces, recall = await built_index_run(dev_vault, questions, work)
+            results["per_vault"][dev_vault.name] = by_slice(traces, questions)
+            results["candidate_recall"][dev_vault.name] = recall
+            results["categories"][dev_vault.name] = [q.category for q in questions]
+            results["splits"][dev_vault.name] = [q.split for q in questions]
+            results["traces"][dev_vault.name] = {
+                t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
+            }
+            if not first_session or dev_vault.name != "ledgerline":
+                continue
+            built = {t.question: t for t in traces}
+            for mode in FIRST_SESSION_MODES:
+                cold = await first_session_run(dev_vault, questions, work, mode)
+                same = [built[t.question] for t in cold]
+                waited = re.search(r"waited (\d+) s for the meaning index", cold[0].texts[0])
+                results["first_session"][f"{dev_vault.name}, {mode}"] = {
+                    "asked": len(cold),
+                    "first_wait_seconds": int(waited.group(1)) if waited else 0,
+                    "cold_first": figures(cold)["hit_first"],
+                    "built_first": figures(same)["hit_first"],
+                    "by_category": {
+                        c: [
+                            figures([t for t in cold if t.category == c])["hit_first"],
+                            figures([t for t in same if t.category == c])["hit_first"],
+                        ]
+                        for c in sorted({t.category for t in cold})
+                    },
+                }
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval.vaults", description=__doc__)
+    parser.add_argument("--vault", choices=[v.name for v in VAULTS], default=None)
+    parser.add_argument(
+        "--no-first-session",
+        dest="first_session",
+        action="store_false",
+        help="leave out the cold-start run on ledgerline",
+    )
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    found = anyio.run(partial(run, args.vault, first_session=args.first_session))
+    found["seconds"] = time.perf_counter() - started
+    print("\n" + report(found))
+    path = save_results(args.out, "vaults", found)
+    print(f"\nresults: {path} ({found['seconds'] / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()
