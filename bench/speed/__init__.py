@@ -13,4 +13,5 @@ Against: issue 3.4 (warm ``vault_semantic_query`` <= 200 ms at 10,000 notes) and
     python -m bench.speed.http_load         # 20 HTTP clients on one server
     python -m bench.speed.usage_overhead    # the usage log off, on and full; its section
     python -m bench.speed.edit_speed        # an edit of a 1 MB note
+    python -m bench.speed.lookup            # the index builder's own work, no model
 """
