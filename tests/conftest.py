@@ -3,6 +3,7 @@
 import fcntl
 import os
 import shutil
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,3 +185,10 @@ def embedder() -> OnnxEmbedder:
     model = load()
     assert isinstance(model, OnnxEmbedder)
     return model
+
+
+def free_port() -> int:
+    """A port nothing listens on now: for an address that answers only later, or never."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -88,12 +88,18 @@ def write_vault(folder: Path, notes: dict[str, str]) -> Path:
     return folder
 
 
+def lore_and_work(root: Path) -> tuple[Path, Path]:
+    """The folders of `lore` (the fixture vault) and `work` (a few of ledgerline's notes and
+    a `Home.md` of its own) under `root`."""
+    work_notes = {note: (LEDGERLINE / note).read_text("utf-8") for note in WORK_NOTES}
+    work = write_vault(root / "Work", work_notes | {"Home.md": WORK_HOME})
+    return copy_fixture_vault(root / "Lore"), work
+
+
 @pytest.fixture(scope="module")
 def two_vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoVaults]:
     root = tmp_path_factory.mktemp("two-vaults")
-    lore = copy_fixture_vault(root / "Lore")
-    work_notes = {note: (LEDGERLINE / note).read_text("utf-8") for note in WORK_NOTES}
-    work = write_vault(root / "Work", work_notes | {"Home.md": WORK_HOME})
+    lore, work = lore_and_work(root)
     # The plugin made its certificate while it listened on 127.0.0.1; it keeps it when the
     # binding host changes, so the certificate does not name the address it answers on.
     cert = generate_certificate(root / "cert")

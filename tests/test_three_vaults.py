@@ -8,7 +8,6 @@ served again is refused when it comes up (item 4)."""
 
 import json
 import re
-import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +21,12 @@ from obsidian_mcp.server import build_server
 from obsidian_mcp.sources.tls import fingerprint
 from obsidian_mcp.usage.log import LOG_FILE
 from obsidian_mcp.vault_set import configured_vaults
-from tests.conftest import NO_MEANING_WAIT, seed_index
-from tests.fixture_vault import copy_fixture_vault
+from tests.conftest import NO_MEANING_WAIT, free_port, seed_index
 from tests.standin.certs import generate_certificate
 from tests.standin.process import StandinProcess
 from tests.test_several_vaults import (
-    LEDGERLINE,
-    WORK_HOME,
-    WORK_NOTES,
     call,
+    lore_and_work,
     refused,
     run_cli,
     write_vault,
@@ -83,9 +79,7 @@ class ThreeVaults:
 @pytest.fixture(scope="module")
 def three_vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreeVaults]:
     root = tmp_path_factory.mktemp("three-vaults")
-    lore = copy_fixture_vault(root / "Lore")
-    work_notes = {note: (LEDGERLINE / note).read_text("utf-8") for note in WORK_NOTES}
-    work = write_vault(root / "Work", work_notes | {"Home.md": WORK_HOME})
+    lore, work = lore_and_work(root)
     journal = write_vault(root / "Journal", JOURNAL_NOTES)
     cert = generate_certificate(root / "cert")
     with StandinProcess(work, binding_host="127.0.0.2", cert_dir=root / "cert") as standin:
@@ -238,19 +232,13 @@ async def test_a_bare_name_is_found_in_the_vault_that_has_it(client: Client) -> 
     assert _vaults_in(everywhere) == {"journal"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 async def test_a_rest_vault_down_at_start_is_checked_for_a_twin_when_it_comes_up(
     three_vaults: ThreeVaults, tmp_path: Path
 ) -> None:
     """Item 4: `api`, the journal's folder through a REST API that is down when the server
     starts, is compared with the folder vaults when it first answers, and refused as the
     journal served twice; the journal's folder vault answers throughout."""
-    port = _free_port()
+    port = free_port()
     cert = generate_certificate(tmp_path / "cert")
     config = tmp_path / "twins.toml"
     config.write_text(
@@ -333,7 +321,7 @@ def test_call_and_index_answer_from_the_vaults_that_answer(
     config = tmp_path / "down.toml"
     config.write_text(
         f"[vaults.journal]\npath = {json.dumps(str(three_vaults.journal))}\n\n"
-        f'[vaults.away]\nurl = "https://127.0.0.1:{_free_port()}"\napi_key = "k"\n'
+        f'[vaults.away]\nurl = "https://127.0.0.1:{free_port()}"\napi_key = "k"\n'
         f'cert_sha256 = "{"AB" * 32}"\n',
         "utf-8",
     )

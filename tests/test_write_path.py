@@ -4,7 +4,6 @@ second server process started from the command line."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.sources.identity import PLUGIN_DATA
 from obsidian_mcp.sources.rest import build_http_client
 from obsidian_mcp.vault import OtherVault, Vault
-from tests.conftest import folder_settings, rest_settings
+from tests.conftest import folder_settings, free_port, rest_settings
 from tests.fixture_vault import REPO_ROOT
 from tests.standin.process import StandinProcess
 
@@ -115,12 +114,6 @@ async def test_invalid_utf8_is_refused_through_rest_alone(tmp_path: Path, versio
 # -- item 10: the vault, not the address ------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _small_vault(root: Path, words: str) -> Path:
     for name in ("Home.md", "Ideas.md", "Log.md"):
         _place(root / name, f"# {name[:-3]}\n\n{words} in {name}.\n")
@@ -132,7 +125,7 @@ def _small_vault(root: Path, words: str) -> Path:
 async def test_an_edit_id_does_not_undo_in_another_vault_on_the_same_port(
     tmp_path: Path,
 ) -> None:
-    port = _free_port()
+    port = free_port()
     first = _small_vault(tmp_path / "first", "Same words")
     second = _small_vault(tmp_path / "second", "Same words")
     cache = {"cache_dir": tmp_path / "cache"}
@@ -192,7 +185,7 @@ async def test_with_obsidian_closed_the_folder_is_edited(tmp_path: Path) -> None
             "vault_path": folder,
             "config_dir": tmp_path / "config",
             "api_key": "d" * 64,
-            "port": _free_port(),
+            "port": free_port(),
             "protocol": "http",
             "connect_timeout": 0.5,
             "request_timeout": 1.0,
