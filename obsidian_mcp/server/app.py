@@ -79,6 +79,8 @@ class ServedVault:
         """Why this REST vault is not served: it answers as a folder vault of this server
         does (the API carries no vault identity; the listing and a sample of notes tell).
         Then every call on it says so. None while it is not one, or does not answer yet."""
+        if not self.twins_unchecked:
+            return self.configuration_error  # the hot path: nothing left to compare
         async with self._twin_lock:
             rest = self.services.vault.rest if self.services is not None else None
             while self.twins_unchecked and rest is not None:

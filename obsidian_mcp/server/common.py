@@ -304,9 +304,11 @@ async def search_every_vault(
         except VaultError as exc:
             failures[call.name] = exc
 
-    async with anyio.create_task_group() as checks:
-        for each in state.vaults:
-            checks.start_soon(each.check_twins)
+    unchecked = [each for each in state.vaults if each.twins_unchecked]
+    if unchecked:  # only a REST vault that did not answer at start has any
+        async with anyio.create_task_group() as checks:
+            for each in unchecked:
+                checks.start_soon(each.check_twins)
     for each in state.vaults:
         try:
             calls.append(_call(state, each, bare))
