@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from tests.standin.certs import CERT_NAME, generate_certificate
 
@@ -28,6 +29,29 @@ class Received:
     @property
     def carries_a_key(self) -> bool:
         return any(name.lower() == "authorization" for name in self.headers)
+
+
+class _TlsServer(ThreadingHTTPServer):
+    """TLS with the handshake in each connection's own thread, bounded in time. Done in the
+    accept loop (a wrapped listening socket), one client that connects and never finishes
+    its handshake (a check cancelled half-way) holds the loop, and `shutdown` waits for it
+    for ever: in a fixture's teardown, beyond any test's timeout."""
+
+    def __init__(self, tls: ssl.SSLContext, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.tls = tls
+        super().__init__(("127.0.0.1", 0), handler)
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = super().get_request()
+        return self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            request.settimeout(10)
+            request.do_handshake()
+        except OSError:
+            return  # a client that refused the certificate, or went quiet
+        super().finish_request(request, client_address)
 
 
 @dataclass
@@ -66,10 +90,9 @@ class LoggingListener:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # the list above is the log
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.certificate.cert_path, self.certificate.key_path)
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._server = _TlsServer(context, Handler)
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

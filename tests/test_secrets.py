@@ -313,3 +313,16 @@ def test_a_key_over_plain_http_to_another_host_is_warned_about(
         build_http_client(_server_settings(tmp_path, "http://obsidian.example.net:27123"))
     assert "plain HTTP" in caplog.text and "trust --url https://obsidian.example.net" in caplog.text
     assert KEY not in caplog.text
+
+
+def test_the_listener_outlasts_a_client_that_never_finishes_its_handshake(tmp_path: Path) -> None:
+    """The stranger is a test's fixture: a client that connects and says nothing (a check
+    cancelled half-way) must hold up neither the next client nor the fixture's teardown.
+    With the handshake in its accept loop it held both, for ever."""
+    import httpx
+
+    with LoggingListener(tmp_path / "cert") as listener:
+        silent = socket.create_connection(("127.0.0.1", listener.port))
+        answer = httpx.get(f"https://127.0.0.1:{listener.port}/", verify=False, timeout=5)
+        assert answer.status_code == 200 and len(listener.received) == 1
+    silent.close()
