@@ -195,8 +195,11 @@ def downgrade_to_version_1(file: Path) -> None:
             "passages_unindexed",
             "notes_indexed",
             "notes_unindexed",
+            "notes_trigrams_indexed",
+            "notes_trigrams_unindexed",
         ):
             db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DROP TABLE note_trigrams")
         for table in ("passage_terms_instances", "passage_terms_columns", "passage_terms"):
             db.execute(f"DROP TABLE {table}")
         for table in ("note_labels_instances", "note_labels"):
@@ -869,10 +872,12 @@ def _look_up_steps(store: IndexStore, notes: int) -> tuple[int, int]:
 
     look_up = store.unembedded
 
-    def counted(model: str, limit: int, after: int = 0) -> tuple[list[tuple[str, str]], int]:
+    def counted(
+        model: str, limit: int, after: int = 0, *, firsts_only: bool = False
+    ) -> tuple[list[tuple[str, str]], int]:
         store._db.set_progress_handler(count, 100)  # pyright: ignore[reportPrivateUsage]
         try:
-            pending, last = look_up(model, limit, after)
+            pending, last = look_up(model, limit, after, firsts_only=firsts_only)
         finally:
             store._db.set_progress_handler(None, 100)  # pyright: ignore[reportPrivateUsage]
         returned.extend(digest for digest, _ in pending)
@@ -903,9 +908,11 @@ def test_texts_stored_behind_the_look_up_are_embedded_in_the_same_build(tmp_path
     look_up = store.unembedded
     stored_again: list[int] = []
 
-    def storing_behind(model: str, limit: int, after: int = 0) -> tuple[list[tuple[str, str]], int]:
-        pending, last = look_up(model, limit, after)
-        if not pending and after and not stored_again:
+    def storing_behind(
+        model: str, limit: int, after: int = 0, *, firsts_only: bool = False
+    ) -> tuple[list[tuple[str, str]], int]:
+        pending, last = look_up(model, limit, after, firsts_only=firsts_only)
+        if not pending and after and not stored_again and not firsts_only:
             _stored_texts(store, 1, first=39, word="changed")  # the last note, edited
             stored_again.append(after)
         return pending, last
@@ -918,3 +925,30 @@ def test_texts_stored_behind_the_look_up_are_embedded_in_the_same_build(tmp_path
         stored_again,
     ).fetchone()[0]
     assert behind > 0  # the case this test is about did happen
+
+
+def test_every_passage_is_searchable_by_meaning_before_any_is_sharpened(tmp_path: Path) -> None:
+    """Issue 38: a passage is found by meaning once one of its texts has a vector, so the
+    build embeds every passage's first text before any passage's second or third: half-way
+    through a first build the whole vault answers by meaning, not half of it."""
+    store = IndexStore(tmp_path / "index.sqlite")
+    _stored_texts(store, 30)
+    firsts, _ = store.unembedded("zeros", 10_000, firsts_only=True)
+    store.put_vectors("zeros", [digest for digest, _ in firsts[:7]], np.ones((7, 8), np.float32))
+    stats = store.stats()  # the first note's 7 passages by their first texts; 3 have no other
+    assert (stats.searchable_passages, stats.embedded_passages, stats.passages) == (7, 3, 210)
+    embedded: list[str] = []
+
+    class Recording(_Zeros):
+        def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    EmbeddingBuilder(store, Recording()).run_until_done()  # type: ignore[arg-type]
+    first = [text.endswith(" text 0") for text in embedded]
+    assert len(embedded) == 30 * 13 - 7 and sum(first) == 29 * 7
+    assert first == sorted(first, reverse=True)  # every first text, then the rest
+    # Within each pass, notes one after another, as stored.
+    assert embedded[:3] == [f"note 1 passage {j} text 0" for j in range(3)]
+    stats = store.stats()
+    assert stats.searchable_passages == stats.embedded_passages == stats.passages

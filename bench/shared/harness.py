@@ -296,12 +296,14 @@ def build_indexes(envs: Sequence[dict[str, str]]) -> None:
         )
 
 
-def stdio_params(env: dict[str, str]) -> StdioServerParameters:
+def stdio_params(env: dict[str, str], repo: Path = REPO_ROOT) -> StdioServerParameters:
+    """The server of the checkout `repo` (another commit's, for a before-and-after run:
+    `python -m` finds the package in its working folder first)."""
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "obsidian_mcp", "serve"],
         env=env,
-        cwd=REPO_ROOT,
+        cwd=repo,
     )
 
 
@@ -338,10 +340,12 @@ class Session:
 
 
 @asynccontextmanager
-async def stdio_session(env: dict[str, str], timeout: float = 300) -> AsyncIterator[Session]:
-    """The server as a stdio subprocess, driven by the SDK's client; a call taking longer
-    than ``timeout`` seconds raises."""
-    async with Client(stdio_params(env), read_timeout_seconds=timeout) as client:
+async def stdio_session(
+    env: dict[str, str], timeout: float = 300, repo: Path = REPO_ROOT
+) -> AsyncIterator[Session]:
+    """The server (of the checkout `repo`) as a stdio subprocess, driven by the SDK's
+    client; a call taking longer than ``timeout`` seconds raises."""
+    async with Client(stdio_params(env, repo), read_timeout_seconds=timeout) as client:
         yield Session(client)
 
 

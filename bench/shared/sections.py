@@ -53,6 +53,7 @@ ORDER = (
     # speed
     "scale",
     "big",
+    "first-day",
     "overhead",
     "usage-overhead",
     # memory

@@ -72,11 +72,13 @@ def measure(notes: int) -> list[object]:
         looked = 0.0
         look_up = store.unembedded
 
-        def timed(model: str, limit: int, after: int = 0) -> tuple[list[tuple[str, str]], int]:
+        def timed(
+            model: str, limit: int, after: int = 0, *, firsts_only: bool = False
+        ) -> tuple[list[tuple[str, str]], int]:
             nonlocal looked
             started = time.perf_counter()
             try:
-                return look_up(model, limit, after)
+                return look_up(model, limit, after, firsts_only=firsts_only)
             finally:
                 looked += time.perf_counter() - started
 

@@ -54,6 +54,11 @@ P = TypeVar("P")
 # embeddings commits in well under a second, so this only trips on a hung process.
 BUSY_TIMEOUT_MS = 10_000
 
+# FTS5's trigram tokenizer came with SQLite 3.34 (December 2020).
+TRIGRAMS = sqlite3.sqlite_version_info >= (3, 34, 0)
+# Characters of a trigram: a shorter word has none to look up.
+_TRIGRAM = 3
+
 _MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: notes, passages, their embedded texts, vectors.
     """
@@ -150,6 +155,28 @@ _MIGRATIONS: tuple[str, ...] = (
     DROP TABLE passage_vectors;
     ALTER TABLE passage_vectors_coded RENAME TO passage_vectors;
     """,
+    # 3 -> 4: every note's text as trigrams (FTS5's `trigram` tokenizer, SQLite 3.34 on), so
+    # `vault_smart_search` looks at only the notes that may hold its words instead of
+    # reading, parsing and matching every note: at 10,000 generated notes its first call
+    # took 37.8 s during a first build and each later one 0.37 s (python -m
+    # bench.speed.first_day). Case is folded; a word shorter than three characters has no
+    # trigram and narrows nothing. The text is the notes table's own (an external content
+    # table): the file grows by about 2.5 times the notes' text (22 MB of text: 56 MB).
+    """
+    CREATE VIRTUAL TABLE note_trigrams USING fts5(
+        content, content='notes', content_rowid='rowid', tokenize='trigram'
+    );
+    CREATE TRIGGER notes_trigrams_indexed AFTER INSERT ON notes BEGIN
+        INSERT INTO note_trigrams (rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER notes_trigrams_unindexed AFTER DELETE ON notes BEGIN
+        INSERT INTO note_trigrams (note_trigrams, rowid, content)
+        VALUES ('delete', old.rowid, old.content);
+    END;
+    INSERT INTO note_trigrams (note_trigrams) VALUES ('rebuild');
+    """
+    if TRIGRAMS
+    else "",  # an older SQLite: exact search reads every note, as before
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # Rows coded per statement batch when an index is brought to version 3.
@@ -264,6 +291,9 @@ class IndexStats:
     notes: int
     passages: int
     embedded_passages: int
+    # Passages with a vector for at least one text: found by meaning (a build embeds every
+    # passage's first text before the rest, `unembedded`).
+    searchable_passages: int
     model: str | None
     bytes_on_disk: int
     last_updated: float | None
@@ -286,6 +316,8 @@ class IndexStore:
         # (writes, PRAGMA data_version) they were counted at.
         self._writes = 0
         self._totals: tuple[tuple[int, int], tuple[int, int]] | None = None
+        # Whether the file has the notes' trigrams (`notes_holding`); set when it opens.
+        self.trigrams = False
         self._db = self._open_or_rebuild()
         # Vectors are read on a connection of their own, so a new process loads them while
         # it loads the notes: at 10,000 notes the two took 0.68 s and 0.3-0.7 s one after
@@ -325,6 +357,19 @@ class IndexStore:
         # Touch every table: a truncated or overwritten file fails here, not mid-query.
         for table in _TABLES:
             db.execute(f"SELECT count(*) FROM {table}").fetchone()
+        self.trigrams = "note_trigrams" in self._note_indexes(db)
+
+    @staticmethod
+    def _note_indexes(db: sqlite3.Connection) -> list[str]:
+        """The full-text indexes over the notes table this file has (the trigrams only
+        where the SQLite that made it had the tokenizer)."""
+        names = {
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE name IN ('note_labels', 'note_trigrams')"
+            )
+        }
+        return sorted(names)
 
     def _compact(self, db: sqlite3.Connection, coded: int) -> None:
         """Give the room the coded vectors freed back to the disk (three quarters of the
@@ -338,6 +383,11 @@ class IndexStore:
                 "passage index %s: vectors coded, file not compacted (%s)", self.path, exc
             )
             return
+        # VACUUM may renumber the rows of a table without an INTEGER PRIMARY KEY (notes),
+        # and the note indexes point at notes by row: they are made again from the notes.
+        with self._write(db):
+            for table in self._note_indexes(db):
+                db.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
         logger.info(
             "passage index %s: %d vectors coded as int8; file %.0f MB -> %.0f MB",
             self.path,
@@ -603,10 +653,28 @@ class IndexStore:
             ).fetchall()
         return [path for (path,) in rows]
 
+    def notes_holding(self, words: Sequence[str]) -> set[str] | None:
+        """The paths of the notes whose text holds every one of `words` (case folded, each
+        anywhere, apart or together), by the notes' trigrams; None when that narrows
+        nothing (no word of three characters or more, or a file without trigrams), so the
+        caller reads every note."""
+        # A NUL ends FTS5's query string early: such a word narrows nothing either.
+        looked_up = [word for word in words if len(word) >= _TRIGRAM and "\x00" not in word]
+        if not looked_up or not self.trigrams:
+            return None
+        query = " AND ".join('"' + word.replace('"', '""') + '"' for word in looked_up)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT n.path FROM note_trigrams t JOIN notes n ON n.rowid = t.rowid "
+                "WHERE note_trigrams MATCH ?",
+                (query,),
+            ).fetchall()
+        return {path for (path,) in rows}
+
     # -- vectors -----------------------------------------------------------------------------
 
     def unembedded(
-        self, model: str, limit: int, after: int = 0
+        self, model: str, limit: int, after: int = 0, *, firsts_only: bool = False
     ) -> tuple[list[tuple[str, str]], int]:
         """(text hash, text) of up to `limit` distinct passage texts with no vector of
         `model` yet, stored after row `after` of the passage texts, in the order they were
@@ -615,12 +683,23 @@ class IndexStore:
         look-up starts. A build thus reads each text once: a look-up from the start every
         time made a build quadratic in the vault's size (131 of 161 CPU-seconds at 10,000
         notes, issue 38). A note stored again meanwhile may take rows behind the one
-        given: the caller looks once more from 0 before it stops."""
+        given: the caller looks once more from 0 before it stops.
+
+        With `firsts_only`, only each passage's first text (its first run of sentences,
+        led by its headings): a build that embeds those first makes every passage
+        searchable by meaning in the time of one text a passage."""
+        first = (
+            " AND t.rowid = (SELECT min(f.rowid) FROM passage_texts f "
+            "WHERE f.passage_id = t.passage_id)"
+            if firsts_only
+            else ""
+        )
         with self._lock:
             rows = self._db.execute(
                 "SELECT t.rowid, t.text_hash, t.text FROM passage_texts t "
                 "WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM passage_vectors v "
-                "WHERE v.model = ? AND v.text_hash = t.text_hash) ORDER BY t.rowid LIMIT ?",
+                f"WHERE v.model = ? AND v.text_hash = t.text_hash){first} "
+                "ORDER BY t.rowid LIMIT ?",
                 (after, model, limit),
             ).fetchall()
         distinct: dict[str, str] = {}  # one text in several passages is embedded once
@@ -739,8 +818,20 @@ class IndexStore:
                     (model or "",),
                 ).fetchone()[0]
             )
+            searchable = self._db.execute(
+                "SELECT count(DISTINCT t.passage_id) FROM passage_texts t "
+                "JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash",
+                (model or "",),
+            ).fetchone()[0]
         return IndexStats(
-            self.path, notes, passages, embedded, model, self._bytes_on_disk(), updated
+            self.path,
+            notes,
+            passages,
+            embedded,
+            searchable,
+            model,
+            self._bytes_on_disk(),
+            updated,
         )
 
 

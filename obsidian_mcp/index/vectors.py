@@ -249,29 +249,45 @@ class EmbeddingBuilder:
             self.failure = f"{type(exc).__name__}: {exc}"
 
     def run_until_done(self, on_batch: Callable[[int], None] | None = None) -> int:
-        """Embed batch after batch until nothing is left; how many texts were embedded."""
+        """Embed batch after batch until nothing is left; how many texts were embedded.
+        Every passage's first text goes first, the rest after: a passage is found by
+        meaning once any of its texts has a vector, so a first build makes the whole vault
+        searchable by meaning in the time of one text a passage (at 10,000 generated
+        notes 66,690 of 159,646 texts), then sharpens it."""
         embedder = self._embedder.get()
         done = 0
-        after = 0
-        while not self._stop.is_set():
-            pending, after_these = self._store.unembedded(
-                embedder.model_id, PENDING_PER_LOOKUP, after
-            )
-            if not pending:
-                if after == 0:
-                    break
-                after = 0  # once more from the start, for texts stored behind the look-up
-                continue
-            after = after_these
-            for first in range(0, len(pending), BUILD_BATCH):
-                if self._stop.is_set():
-                    break
-                batch = pending[first : first + BUILD_BATCH]
-                vectors = embedder.embed([text for _, text in batch])
-                self._store.put_vectors(embedder.model_id, [digest for digest, _ in batch], vectors)
-                done += len(batch)
-                if on_batch is not None:
-                    on_batch(len(batch))
+        for firsts_only in (True, False):
+            after = 0
+            while not self._stop.is_set():
+                pending, after_these = self._store.unembedded(
+                    embedder.model_id, PENDING_PER_LOOKUP, after, firsts_only=firsts_only
+                )
+                if not pending:
+                    if after == 0:
+                        break
+                    after = 0  # once more from the start, for texts stored behind the look-up
+                    continue
+                after = after_these
+                done += self._embed(embedder, pending, on_batch)
+        return done
+
+    def _embed(
+        self,
+        embedder: Embedder,
+        pending: list[tuple[str, str]],
+        on_batch: Callable[[int], None] | None,
+    ) -> int:
+        """Embed and store `pending` a batch at a time (until stopped); how many were."""
+        done = 0
+        for first in range(0, len(pending), BUILD_BATCH):
+            if self._stop.is_set():
+                break
+            batch = pending[first : first + BUILD_BATCH]
+            vectors = embedder.embed([text for _, text in batch])
+            self._store.put_vectors(embedder.model_id, [digest for digest, _ in batch], vectors)
+            done += len(batch)
+            if on_batch is not None:
+                on_batch(len(batch))
         return done
 
     def stop(self) -> None:

@@ -292,6 +292,7 @@ class Retriever:
             "notes": stats.notes,
             "passages": stats.passages,
             "embedded_passages": stats.embedded_passages,
+            "passages_found_by_meaning": stats.searchable_passages,
             "model": stats.model,
             "bytes_on_disk": stats.bytes_on_disk,
             "last_updated": None
@@ -547,7 +548,7 @@ class Retriever:
                 )
             return found
         await self.corpus.sync(read_all=True, progress=progress)
-        for scanned, record in enumerate(self.corpus.records()):
+        for scanned, record in enumerate(await self._records_that_may_hold(needles)):
             if scanned % _NOTES_PER_CHECKPOINT == 0:
                 # A cancelled request (the client gave up) stops here instead of scanning
                 # the rest of the vault, and other requests get their turn meanwhile.
@@ -560,6 +561,25 @@ class Retriever:
             if all(c or n for c, n in zip(content_counts, name_hits, strict=True)):
                 found[record.path] = (content_counts, name_hits)
         return found
+
+    async def _records_that_may_hold(self, needles: Needles) -> list[NoteRecord]:
+        """The notes in which each needle may stand: its words in the text (the index's
+        trigrams), or the needle in the file's name; every note when no needle narrows
+        (words under three characters, an index without trigrams). A title is the
+        frontmatter's or the first heading's words, which stand in the text, or the name."""
+        corpus = self.corpus
+        store = corpus.store
+        narrowed: set[str] | None = None
+        for text, pattern in zip(needles.texts, needles.patterns, strict=True):
+            in_text = await anyio.to_thread.run_sync(store.notes_holding, text.split())
+            if in_text is None:
+                continue
+            named = {path for path in corpus.paths if pattern.search(posixpath.basename(path))}
+            held = in_text | named
+            narrowed = held if narrowed is None else narrowed & held
+        if narrowed is None:
+            return list(corpus.records())
+        return [record for path in sorted(narrowed) if (record := corpus.record(path))]
 
     async def smart_search(
         self,
