@@ -2,6 +2,7 @@
 meaning in the ranking. Real SQLite files, the real embedding model (loaded once per test
 session by `load_embedder`), real vault folders and the stand-in Local REST API."""
 
+import contextvars
 import gc
 import logging
 import os
@@ -706,6 +707,49 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     late = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in late.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))  # each once
+    retriever.close()
+
+
+ASKING = contextvars.ContextVar("asking", default=False)
+
+
+@pytest.mark.anyio
+async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_rare_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, the first day: a question naming someone found in one unread note gets
+    that note while the first build is still reading, by the vault's own search for its
+    rarest words; a word every note holds reads nothing ahead. The build's read reaches
+    the note only after the answer (held back here)."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    keeper = "Keeper.md"
+    (tmp_path / "vault" / keeper).write_text(
+        "# Keeper\n\nQuennell Ashgrove keeps the eastern light and its ledger.\n"
+    )
+    gate = anyio.Event()
+    read = folder.read_note
+
+    async def gated_read(path: str) -> NoteData:
+        if not ASKING.get() and (path == keeper or len(folder.reads) >= 16):
+            await gate.wait()  # the first build's read, held back past the answer
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", gated_read)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        ASKING.set(True)
+        common = await retriever.semantic_query("harbour ledger lanterns", limit=3)
+        assert folder.reads.count(keeper) == 0  # every note holds those words
+        found = await retriever.semantic_query("Where does Quennell Ashgrove keep?", limit=3)
+        ASKING.set(False)
+        assert "of 41, the rest is being read" in found.source_note
+        assert found.groups and found.groups[0].context.path == keeper
+        assert "notes read" in common.source_note
+        gate.set()
+    # The rest once each; the build's read of the keeper's note was under way already.
+    assert sorted(set(folder.reads)) == sorted([keeper, *(f"Note {n}.md" for n in range(40))])
+    assert len(folder.reads) <= 42
     retriever.close()
 
 

@@ -263,6 +263,30 @@ class Corpus:
         """Notes the last sync saw that are not read yet (a cold build under way)."""
         return len(self._missing())
 
+    def unread_paths(self) -> list[str]:
+        """The notes the last sync saw that are not read yet."""
+        return self._missing()
+
+    async def read_now(self, paths: Sequence[str]) -> int:
+        """Read those of `paths` not read yet, now, side by side, ahead of the first
+        build's order (which then skips them); how many were read."""
+        read: list[tuple[NoteRow, ParsedNote, FileStat]] = []
+        limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
+
+        async def read_one(path: str) -> None:
+            async with limiter:
+                note = await self._read(path)
+            if note is not None:
+                read.append(note)
+
+        async with anyio.create_task_group() as group:
+            for path in paths:
+                if path in self._stats and path not in self._notes:
+                    group.start_soon(read_one, path)
+        if read:
+            await self._store_and_install(read)
+        return len(read)
+
     def _missing(self) -> list[str]:
         return [
             path
@@ -503,7 +527,8 @@ class Corpus:
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
-                read = await self._read(path)
+                # A question may have read it meanwhile (`read_now`).
+                read = None if path in self._notes else await self._read(path)
             if read is not None:
                 pending.append(read)
             done += 1

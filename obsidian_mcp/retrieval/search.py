@@ -17,6 +17,7 @@ own module, each passed once and in this order (`Retriever.semantic_query`):
 
 import logging
 import posixpath
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ from obsidian_mcp.retrieval.currency import Currency, current_first, note_dates
 from obsidian_mcp.retrieval.cutting import PassageHit, cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import RankedPassages, fuse
+from obsidian_mcp.retrieval.keyword import terms
 from obsidian_mcp.retrieval.links import LinkGraph
 from obsidian_mcp.retrieval.packing import (
     FileContext,
@@ -75,6 +77,12 @@ _GIST_CHARS = 140
 # microseconds, so 64 of them keep a cancelled search to well under a millisecond of work.
 _NOTES_PER_CHECKPOINT = 64
 _CONTEXT_TAGS = 6
+# While a first build reads: the question's words searched for ahead of it (the rarest,
+# as far as the notes read so far tell: an invented name is rarest of all), and the most
+# notes read at once for one question (each ~1 ms from a folder, a request through REST).
+_RARE_WORDS = 2
+_READ_FIRST_MOST = 20
+_WORD = re.compile(r"\w+")
 # Ranked passages cut and offered to the packing, per passage the reply may hold.
 OFFERED_PER_SHOWN = 4
 
@@ -332,6 +340,8 @@ class Retriever:
         # files in what is left of it.
         deadline = anyio.current_time() + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
+        if corpus.unread:
+            await self._read_first_what_may_answer(query)
         meaning_wait = 0.0 if self._waited_for_meaning else self.settings.index_meaning_wait_seconds
         self._waited_for_meaning = True
         gathering = anyio.current_time()
@@ -364,6 +374,35 @@ class Retriever:
             "read; ask again in a minute for answers from all of them"
         )
         return replace(found, note="; ".join(n for n in (reading, found.note) if n))
+
+    async def _read_first_what_may_answer(self, query: str) -> None:
+        """While a first build still reads the vault, the few unread notes that hold the
+        question's rarest words (by the vault's own search: Obsidian's, or a scan of the
+        folder) are read now, so the words' ranking sees them. A question naming someone
+        found in one note of 10,000 was answered by none of the notes read in its first
+        seconds (python -m bench.speed.first_day). A word in more notes than are read at
+        once says too little to read any of them ahead."""
+        index = self.corpus.index
+        rarity: dict[str, float] = {}
+        for word in _WORD.findall(query):
+            found = terms(word)
+            if found:  # a stop word narrows nothing
+                rarity.setdefault(word, max(index.idf(term) for term in found))
+        unread = set(self.corpus.unread_paths())
+        wanted: dict[str, int] = {}
+        for word in sorted(rarity, key=lambda word: -rarity[word])[:_RARE_WORDS]:
+            try:
+                hits = await self.vault.search_text(word, context_length=len(word))
+            except VaultError as exc:  # the first build's read goes on; the answer says so
+                logger.info("no search ahead of the first build's read: %s", exc)
+                return
+            holding = {hit.path for hit in hits} & unread
+            if len(holding) <= _READ_FIRST_MOST:
+                for path in holding:
+                    wanted[path] = wanted.get(path, 0) + 1
+        first = sorted(wanted, key=lambda path: (-wanted[path], path))[:_READ_FIRST_MOST]
+        if await self.corpus.read_now(first):
+            logger.info("read %d notes ahead of the first build for a question", len(first))
 
     async def semantic_query(
         self,
