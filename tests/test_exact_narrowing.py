@@ -24,9 +24,11 @@ NOTES = {
     ),
     "Harbour/Lighthouse.md": (
         "---\ntitle: The Lamp of Osk\naliases: [lamp]\n---\n\nAda keeps the LAMP lit; "
-        "the keeper's log says \"never dark\".\n\n## Log\n\n- 3 May: fog, lamp on at 4.\n"
+        'the keeper\'s log says "never dark".\n\n## Log\n\n- 3 May: fog, lamp on at 4.\n'
     ),
-    "People/Ada Quill.md": "# [[Ada Quill|Ada]] and **the** spanner\n\nAda carries a brass spanner.\n",
+    "People/Ada Quill.md": (
+        "# [[Ada Quill|Ada]] and **the** spanner\n\nAda carries a brass spanner.\n"
+    ),
     "People/Bram.md": "Bram owes Ada ten marks.\nHe is in Osk, or so the gulls say.\n",
     "Journal/2026-11-02.md": "Café at the quay: crème brûlée, Straße, ΑΘΗΝΑ, naïve ideas.\n",
     "Journal/ox.md": "An ox and an ax by the sea. Up, up and away.\n",
@@ -117,9 +119,7 @@ def _needle(draw: st.DrawFn) -> str:
     word = draw(st.sampled_from(WORDS))
     start = draw(st.integers(0, max(0, len(word) - 1)))
     piece = word[start : start + draw(st.integers(1, 8))]
-    cased = "".join(
-        c.upper() if draw(st.booleans()) else c.lower() for c in piece
-    )
+    cased = "".join(c.upper() if draw(st.booleans()) else c.lower() for c in piece)
     return cased.replace('"', "")
 
 
@@ -134,7 +134,9 @@ def queries(draw: st.DrawFn) -> str:
     return " ".join(n for n in needles if n.strip('" '))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(query=queries())
 def test_narrowing_law_on_drawn_queries(built: tuple[Path, Path], query: str) -> None:
     if query.strip():
@@ -162,7 +164,7 @@ def test_an_index_made_before_trigrams_gains_them_on_opening(tmp_path: Path) -> 
     store = IndexStore(file)
     assert store.trigrams and store.notes_holding(["sulwynros"]) == {"Harbour/Grey Wharf.md"}
     assert store.notes_holding(["ox"]) is None  # no trigram in two characters
-    assert store.notes_holding(["\x00key"]) is None and store.notes_holding(["a\"b"]) == set()
+    assert store.notes_holding(["\x00key"]) is None and store.notes_holding(['a"b']) == set()
     store.close()
     with sqlite3.connect(file) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
