@@ -54,6 +54,7 @@ ORDER = (
     "scale",
     "big",
     "first-day",
+    "first-day-standin",
     "overhead",
     "usage-overhead",
     # memory

@@ -260,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     markdown = table(found)
     print(markdown)
     if not args.table_only and args.server_repo == REPO_ROOT:
-        write_section(REPO_ROOT / "bench", "first-day", markdown, stamp)
+        name = "first-day-standin" if args.source == "standin" else "first-day"
+        write_section(REPO_ROOT / "bench", name, markdown, stamp)
 
 
 if __name__ == "__main__":
