@@ -279,12 +279,16 @@ class Corpus:
             if note is not None:
                 read.append(note)
 
-        async with anyio.create_task_group() as group:
-            for path in paths:
-                if path in self._stats and path not in self._notes:
-                    group.start_soon(read_one, path)
-        if read:
-            await self._store_and_install(read)
+        try:
+            async with anyio.create_task_group() as group:
+                for path in paths:
+                    if path in self._stats and path not in self._notes:
+                        group.start_soon(read_one, path)
+        finally:
+            # Notes read by a caller that stopped waiting are kept, as `_read_many` keeps them.
+            with anyio.CancelScope(shield=True):
+                if read:
+                    await self._store_and_install(read)
         return len(read)
 
     def _missing(self) -> list[str]:
