@@ -754,6 +754,46 @@ async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_r
 
 
 @pytest.mark.anyio
+async def test_an_exact_search_during_the_first_read_reads_what_may_match_and_misses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vault_smart_search` during a first build waited for the whole read (30 s at 10,000
+    notes): it now reads at once the unread notes that hold its longest word or name it,
+    and finds every match, as after the read."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    (tmp_path / "vault" / "Keeper.md").write_text("# Keeper\n\nQuennell Ashgrove keeps it.\n")
+    (tmp_path / "vault" / "Quennell's Lamp.md").write_text("# Lamp\n\nAn oil lamp.\n")
+    gate = anyio.Event()
+    read = folder.read_note
+
+    async def gated_read(path: str) -> NoteData:
+        if not ASKING.get():
+            await gate.wait()  # the first build's read, held back past the answers
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", gated_read)
+
+    async def files(query: str) -> tuple[set[str], int]:
+        """The files shown, and how many matched (a match by name alone shows no snippet)."""
+        found = await retriever.smart_search(query, limit=10, snippet_length=80)
+        return {group.context.path for group in found.groups}, found.total_files
+
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        ASKING.set(True)
+        with anyio.fail_after(10):  # not the whole read: it is held back until the end
+            early = [await files(q) for q in ("quennell", '"Ashgrove keeps"', "lantern harbour")]
+        ASKING.set(False)
+        gate.set()
+    late = [await files(q) for q in ("quennell", '"Ashgrove keeps"', "lantern harbour")]
+    assert early == late
+    assert late[0] == ({"Keeper.md"}, 2) and late[1] == ({"Keeper.md"}, 1)  # the lamp: by name
+    assert late[2][1] == 40  # every generated note holds both words
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_notes_read_by_a_question_that_stopped_waiting_are_kept(tmp_path: Path) -> None:
     retriever, _ = slow_retriever(tmp_path, read_wait=0.7)
     # No background reader: the question reads for 0.7 s (16 notes at a time, 0.5 s each;

@@ -86,6 +86,10 @@ _READ_FIRST_MOST = 20
 # says how far the build's read has got. At 10,000 generated notes (22 MB) the folder's
 # scan for one word took 0.27 s with the files in the page cache and 1.4 s without.
 _READ_FIRST_SECONDS = 2.0
+# An exact search during the first read reads at once the unread notes that may match,
+# up to this many (a note read from a folder costs about a millisecond); past it, it
+# waits for the whole read.
+_READ_AHEAD_FOR_EXACT = 500
 _WORD = re.compile(r"\w+")
 # Ranked passages cut and offered to the packing, per passage the reply may hold.
 OFFERED_PER_SHOWN = 4
@@ -590,7 +594,7 @@ class Retriever:
                     [bool(p.search(name)) for p in needles.patterns],
                 )
             return found
-        await self.corpus.sync(read_all=True, progress=progress)
+        await self._read_every_note_that_may_hold(needles, progress)
         for scanned, record in enumerate(await self._records_that_may_hold(needles)):
             if scanned % _NOTES_PER_CHECKPOINT == 0:
                 # A cancelled request (the client gave up) stops here instead of scanning
@@ -604,6 +608,37 @@ class Retriever:
             if all(c or n for c, n in zip(content_counts, name_hits, strict=True)):
                 found[record.path] = (content_counts, name_hits)
         return found
+
+    async def _read_every_note_that_may_hold(
+        self, needles: Needles, progress: ProgressCallback | None
+    ) -> None:
+        """Have every note read that could hold all the needles. While a first build reads
+        the vault, the notes not read yet that hold the longest needle's longest word (the
+        folder's own scan) or name it are read now, when they are few; otherwise, or when
+        no word narrows, the call waits for the whole read (as it did always: at 10,000
+        notes about 30 s, python -m bench.speed.first_day)."""
+        corpus = self.corpus
+        await corpus.sync(
+            read_all=True, progress=progress, wait_seconds=self.settings.index_read_wait_seconds
+        )
+        if not corpus.unread:
+            return
+        # A note that holds a needle holds each of its words; a title's words are in the text.
+        longest, named = max(
+            zip(needles.texts, needles.patterns, strict=True), key=lambda n: len(n[0])
+        )
+        word = max(longest.split(), key=len)
+        if len(word) >= 3:
+            with anyio.move_on_after(_READ_FIRST_SECONDS):
+                hits = await self.vault.search_text(word, context_length=len(word))
+                holding = {hit.path for hit in hits} | {
+                    path for path in corpus.paths if named.search(posixpath.basename(path))
+                }
+                unread = sorted(holding.intersection(corpus.unread_paths()))
+                if len(unread) <= _READ_AHEAD_FOR_EXACT:
+                    await corpus.read_now(unread)
+                    return
+        await corpus.sync(read_all=True, progress=progress)
 
     async def _records_that_may_hold(self, needles: Needles) -> list[NoteRecord]:
         """The notes in which each needle may stand: its words in the text (the index's
