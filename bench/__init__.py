@@ -7,9 +7,12 @@
     editing/     the read/edit laws on generated notes and on whole vaults
     robustness/  hostile inputs, crashes, races, a 30-minute soak
     shared/      what the subjects share: servers and stand-ins, generated vaults, hit
-                 tests, tables, and the report's stamped sections; it imports no subject
+                 tests, tables, the report's targets and stamped sections; it imports no
+                 subject
 
-``python -m bench`` runs them and assembles ``bench/REPORT.md`` (``bench/__main__.py``).
+``python -m bench`` runs them and assembles ``bench/REPORT.md`` (``bench/__main__.py``):
+each subject renders its own targets, tables and charts (its ``report`` module;
+retrieval's ablation in ``retrieval/ablation.py``), and ``bench/report.py`` gathers them.
 
 The flat modules of earlier versions (``python -m bench.lens``, ``bench.retrieval_bench``
 ...) are still runnable by their old names, which ``CHANGELOG.md`` cites: ``MOVED`` maps

@@ -17,9 +17,10 @@ import pytest
 
 from bench import MOVED
 from bench.__main__ import main as bench_main
-from bench.report import ECONOMY_CHART, PEER_ANSWER, PEER_SKIPPED, SCALE_CHART
+from bench.economy.report import ECONOMY_CHART, PEER_ANSWER, PEER_SKIPPED
 from bench.shared.harness import REPO_ROOT
 from bench.shared.sections import TITLE, Stamp, sections_of, write_section
+from bench.speed.report import SCALE_CHART
 
 QUICK_RUN = (sys.executable, "-m", "bench", "--quick", "--no-peer")
 SECTIONS = (

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from bench.economy.definitions import measure_definitions, tokens_of
-from bench.report import DEFINITIONS_TOKENS, INSTRUCTIONS_TOKENS, MEMORY_ONLY_TOKENS
+from bench.economy.report import DEFINITIONS_TOKENS, INSTRUCTIONS_TOKENS, MEMORY_ONLY_TOKENS
 from obsidian_mcp.config import TOOL_FAMILIES, Settings
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings

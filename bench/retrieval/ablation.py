@@ -161,6 +161,22 @@ def ablation_table(*founds: dict[str, Any]) -> str:
     )
 
 
+def section(found: dict[str, Any]) -> str:
+    """The report's section "Ablation": ``ablation_table`` of the ``python -m bench`` run."""
+    return "\n".join(
+        [
+            "## Ablation: each retrieval stage off in turn",
+            "",
+            f"{found['questions']} questions of the {found['split']} split; the server on the "
+            "stand-in with `/search/smart` (smart) and on the folder without `.smart-env` "
+            "(folder); `vault_semantic_query` with defaults, then the read its response "
+            "suggests. Reproduce with `python -m bench.retrieval.ablation`.",
+            "",
+            ablation_table(found),
+        ]
+    )
+
+
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for vault in VAULTS:
