@@ -15,6 +15,7 @@ hashes; the passages' terms stay in the index file, where keywords are scored (F
 import logging
 import math
 import posixpath
+import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import cached_property
@@ -263,13 +264,21 @@ class Corpus:
         """Notes the last sync saw that are not read yet (a cold build under way)."""
         return len(self._missing())
 
-    def unread_paths(self) -> list[str]:
-        """The notes the last sync saw that are not read yet."""
-        return self._missing()
-
-    async def read_now(self, paths: Sequence[str]) -> int:
-        """Read those of `paths` not read yet, now, side by side, ahead of the first
-        build's order (which then skips them); how many were read."""
+    async def read_unread_holding(
+        self, word: str, most: int, named: re.Pattern[str] | None = None
+    ) -> int | None:
+        """While notes are not read yet (a first build): read now, side by side, the unread
+        notes whose text holds `word` (the vault's own search: Obsidian's, or a scan of the
+        folder) or whose file name `named` matches, if they are at most `most`: how many
+        were read (0: none was unread), or None when they are too many and none was. The
+        first build's read then skips them."""
+        hits = await self._vault.search_text(word, context_length=len(word))
+        holding = {hit.path for hit in hits}
+        if named is not None:
+            holding |= {path for path in self._stats if named.search(posixpath.basename(path))}
+        unread = sorted(holding.intersection(self._missing()))
+        if len(unread) > most:
+            return None
         read: list[tuple[NoteRow, ParsedNote, FileStat]] = []
         limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
 
@@ -281,14 +290,15 @@ class Corpus:
 
         try:
             async with anyio.create_task_group() as group:
-                for path in paths:
-                    if path in self._stats and path not in self._notes:
-                        group.start_soon(read_one, path)
+                for path in unread:
+                    group.start_soon(read_one, path)
         finally:
             # Notes read by a caller that stopped waiting are kept, as `_read_many` keeps them.
             with anyio.CancelScope(shield=True):
                 if read:
                     await self._store_and_install(read)
+        if read:
+            logger.info("read %d notes holding %r ahead of the first build", len(read), word)
         return len(read)
 
     def _missing(self) -> list[str]:
@@ -531,7 +541,7 @@ class Corpus:
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
-                # A question may have read it meanwhile (`read_now`).
+                # A search may have read it meanwhile (`read_unread_holding`).
                 read = None if path in self._notes else await self._read(path)
             if read is not None:
                 pending.append(read)

@@ -400,19 +400,14 @@ class Retriever:
             found = terms(word)
             if found:  # a stop word narrows nothing
                 rarity.setdefault(word, max(index.idf(term) for term in found))
-        unread = set(self.corpus.unread_paths())
-        # Rarest first; the next only if one found nothing to read (each is a scan of the
-        # folder, or a request).
+        # Rarest first; the next only if one read nothing (each is a scan of the folder, or
+        # a request).
         for word in sorted(rarity, key=lambda word: -rarity[word])[:_RARE_WORDS]:
             try:
-                hits = await self.vault.search_text(word, context_length=len(word))
+                if await self.corpus.read_unread_holding(word, _READ_FIRST_MOST):
+                    return
             except VaultError as exc:  # the first build's read goes on; the answer says so
                 logger.info("no search ahead of the first build's read: %s", exc)
-                return
-            holding = sorted({hit.path for hit in hits} & unread)
-            if holding and len(holding) <= _READ_FIRST_MOST:
-                read = await self.corpus.read_now(holding)
-                logger.info("read %d notes ahead of the first build for a question", read)
                 return
 
     async def semantic_query(
@@ -633,13 +628,8 @@ class Retriever:
         word = max(longest.split(), key=len)
         if len(word) >= 3:
             with anyio.move_on_after(_READ_FIRST_SECONDS):
-                hits = await self.vault.search_text(word, context_length=len(word))
-                holding = {hit.path for hit in hits} | {
-                    path for path in corpus.paths if named.search(posixpath.basename(path))
-                }
-                unread = sorted(holding.intersection(corpus.unread_paths()))
-                if len(unread) <= _READ_AHEAD_FOR_EXACT:
-                    await corpus.read_now(unread)
+                read = await corpus.read_unread_holding(word, _READ_AHEAD_FOR_EXACT, named)
+                if read is not None:  # every unread note that may match is read now
                     return
         await corpus.sync(read_all=True, progress=progress)
 
