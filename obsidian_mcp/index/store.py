@@ -155,30 +155,32 @@ _MIGRATIONS: tuple[str, ...] = (
     DROP TABLE passage_vectors;
     ALTER TABLE passage_vectors_coded RENAME TO passage_vectors;
     """,
-    # 3 -> 4: every note's text as trigrams (FTS5's `trigram` tokenizer, SQLite 3.34 on), so
-    # `vault_smart_search` looks at only the notes that may hold its words instead of
-    # reading, parsing and matching every note: at 10,000 generated notes its first call
-    # took 37.8 s during a first build and each later one 0.37 s (python -m
-    # bench.speed.first_day). Case is folded; a word shorter than three characters has no
-    # trigram and narrows nothing. The text is the notes table's own (an external content
-    # table): the file grows by about 2.5 times the notes' text (22 MB of text: 56 MB).
-    """
-    CREATE VIRTUAL TABLE note_trigrams USING fts5(
-        content, content='notes', content_rowid='rowid', tokenize='trigram'
-    );
-    CREATE TRIGGER notes_trigrams_indexed AFTER INSERT ON notes BEGIN
-        INSERT INTO note_trigrams (rowid, content) VALUES (new.rowid, new.content);
-    END;
-    CREATE TRIGGER notes_trigrams_unindexed AFTER DELETE ON notes BEGIN
-        INSERT INTO note_trigrams (note_trigrams, rowid, content)
-        VALUES ('delete', old.rowid, old.content);
-    END;
-    INSERT INTO note_trigrams (note_trigrams) VALUES ('rebuild');
-    """
-    if TRIGRAMS
-    else "",  # an older SQLite: exact search reads every note, as before
+    # 3 -> 4: every note's text as trigrams, made by `_TRIGRAM_SCRIPT` when a file opens
+    # (so a file an older SQLite brought to version 4 gains them once a newer one opens it).
+    # The version tells a program older than the trigrams' triggers to rebuild, not write.
+    "",
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
+# Every note's text as trigrams (FTS5's `trigram` tokenizer), so `vault_smart_search` looks
+# at only the notes that may hold its words instead of reading, parsing and matching every
+# note: at 10,000 generated notes its first call took 37.8 s during a first build and each
+# later one 0.37 s (python -m bench.speed.first_day). Case is folded; a word shorter than
+# three characters has no trigram and narrows nothing. The text is the notes table's own
+# (an external content table): the file grows by about 2.5 times the notes' text (22 MB of
+# text: 56 MB).
+_TRIGRAM_SCRIPT = """
+CREATE VIRTUAL TABLE note_trigrams USING fts5(
+    content, content='notes', content_rowid='rowid', tokenize='trigram'
+);
+CREATE TRIGGER notes_trigrams_indexed AFTER INSERT ON notes BEGIN
+    INSERT INTO note_trigrams (rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER notes_trigrams_unindexed AFTER DELETE ON notes BEGIN
+    INSERT INTO note_trigrams (note_trigrams, rowid, content)
+    VALUES ('delete', old.rowid, old.content);
+END;
+INSERT INTO note_trigrams (note_trigrams) VALUES ('rebuild');
+"""
 # Rows coded per statement batch when an index is brought to version 3.
 _CODING_BATCH = 4096
 # Values bound in one `IN (...)`: SQLite allows 32,766 variables, older builds 999.
@@ -348,6 +350,9 @@ class IndexStore:
                 raise _NewerSchema(version)
             for script in _MIGRATIONS[version:]:
                 for statement in _statements(script):
+                    db.execute(statement)
+            if TRIGRAMS and "note_trigrams" not in self._note_indexes(db):
+                for statement in _statements(_TRIGRAM_SCRIPT):
                     db.execute(statement)
             if version < 3:
                 coded = _code_float_vectors(db)
