@@ -223,7 +223,7 @@ async def test_the_token_budget_cuts_entries_and_says_so(vault: Path) -> None:
     assert "by the token budget" in text
     huge = await store.remember("x" * 4000, ["huge"], "")
     text = render_recall(await store.recall(tags=["huge"]), 100)
-    assert huge.memory.id in text and "…" in text
+    assert f"- {huge.short_ids[huge.memory.id]} " in text and "…" in text
 
 
 @pytest.mark.anyio
@@ -635,11 +635,12 @@ async def test_recall_entries_leave_out_what_the_request_said(vault: Path) -> No
     await store.remember("Bram hates the cellar.", ["bram"], scope="bram", type="fact")
     recall = await store.recall(query="cellar keys", scope="bram", tags=["keys"], limit=2)
     lines = render_recall(recall, 1000).splitlines()
-    assert lines[0] == (
-        "Best 2 of 3 memories known to bram (or shared) tagged keys; a larger limit shows more"
-    )
-    # Tagged keys (asked) and bram (the scope asked for): neither is news.
-    assert lines[1] == f"- {recall.memories[0].id} · 2026-04-03"
+    assert lines[0] == "Best 2 of 3 memories known to bram (or shared) tagged keys:"
+    # Tagged keys (asked) and bram (the scope asked for): neither is news. With only id and
+    # date to say, the content follows on the line; the id by its shortest unique ending.
+    shown = recall.short_ids[recall.memories[0].id]
+    assert recall.memories[0].id.endswith(shown) and len(shown) == 5
+    assert lines[1] == f"- {shown} 2026-04-03 {recall.memories[0].content}"
     assert not any(line.startswith("Left out") for line in lines)  # the summary said it
     first = recall_data(recall, 1000)["memories"][0]
     assert first == {"id": recall.memories[0].id, "occurred": "2026-04-03",
@@ -647,6 +648,6 @@ async def test_recall_entries_leave_out_what_the_request_said(vault: Path) -> No
     # Without `occurred`, its age; its type is news.
     fact = await store.recall(query="hates", scope="bram")
     assert render_recall(fact, 1000).splitlines()[1:3] == [
-        f"- {fact.memories[0].id} · just now · fact", "  Bram hates the cellar."
+        f"- {fact.short_ids[fact.memories[0].id]} just now · fact", "  Bram hates the cellar."
     ]
     store.close()

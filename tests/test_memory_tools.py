@@ -123,7 +123,8 @@ async def ok(client: Client, tool: str, **arguments: object) -> str:
 
 
 def memory_id(text: str) -> str:
-    found = re.search(r"\b([0-9a-z]{13})\b", text)
+    """The id a receipt names (by its shortest unique ending)."""
+    found = re.search(r"remembered as ([0-9a-z]+)\b", text, re.IGNORECASE)
     assert found, text
     return found[1]
 
@@ -184,18 +185,21 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         first_line, *rest = by_tag.splitlines()
         assert first_line == "3 memories tagged gale, newest just now, oldest 2 weeks ago"
         # The tag the recall named is not repeated on each entry.
-        assert rest[0].startswith(f"- {new_id} · just now · decision · #ship")
+        assert rest[0].startswith(f"- {new_id} just now · decision · #ship")
         assert "source: [[Session 12]] (Sessions/Session 12.md)" in by_tag
 
         by_text = await ok(client, "vault_recall", query="storm journal")
-        assert by_text.splitlines()[1].startswith("- 0seedweek0000 · 3 days ago")
+        # An id is shown by the shortest ending (of 5 or more) no other id has.
+        assert by_text.splitlines()[1] == "- k0000 3 days ago · #gale"
         assert (await ok(client, "vault_recall", time_range="week")).startswith("2 memories from")
         assert (await ok(client, "vault_recall", time_range="today")).startswith("1 memory")
         assert (await ok(client, "vault_recall", since="4w", until="4d")).startswith("1 memory")
         # One grammar for every date: remember's occurred takes 'yesterday', so does until.
         assert (await ok(client, "vault_recall", until="yesterday")).startswith("2 memories")
         data = json.loads(await ok(client, "vault_recall", tags=["ship"], format="json"))
-        assert [m["id"] for m in data["memories"]] == [new_id, "0seedmonth000"]
+        # JSON names each by its whole id.
+        ids = [m["id"] for m in data["memories"]]
+        assert ids[0].endswith(new_id) and ids[1:] == ["0seedmonth000"]
 
         forgot = await ok(client, "vault_forget", id=new_id)
         assert forgot.startswith("Forgot:") and "captain" in forgot
@@ -213,12 +217,12 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
         resource = await client.read_resource("obsidian://memory/recent")
         overview = resource.contents[0]
         assert isinstance(overview, TextResourceContents)
-        assert "2 memories, 2 tags" in overview.text and "0seedweek0000" in overview.text
+        assert "2 memories, 2 tags" in overview.text and "- k0000 " in overview.text
 
         handover = await client.get_prompt("handover", {"task": "Plan session 13"})
         message = handover.messages[0].content
         assert isinstance(message, TextContent)
-        assert "Plan session 13" in message.text and "0seedweek0000" in message.text
+        assert "Plan session 13" in message.text and "- k0000 " in message.text
         # Saved with the tool that exists for it, not "your file-writing tool".
         assert "vault_edit_note(path=" in message.text and "file-writing" not in message.text
         learned = await client.get_prompt("update-knowledge", {"work": "Mapped the reef"})
@@ -233,8 +237,10 @@ async def test_remember_recall_forget_through_the_client(setup: Setup) -> None:
 
     [written] = setup.writers()
     entries = [json.loads(line) for line in written.read_text("utf-8").splitlines()]
-    assert [entry["id"] for entry in entries] == [new_id, new_id]
-    assert entries[-1] == {"id": new_id, "ts": entries[-1]["ts"], "forgotten": True}
+    # The file holds the whole id, of which replies show the shortest unique ending.
+    whole_id = entries[0]["id"]
+    assert whole_id.endswith(new_id) and [entry["id"] for entry in entries] == [whole_id] * 2
+    assert entries[-1] == {"id": whole_id, "ts": entries[-1]["ts"], "forgotten": True}
     # The seeded file of an earlier version is read, never written.
     legacy = [json.loads(line)["id"] for line in setup.legacy.read_text("utf-8").splitlines()]
     assert legacy == ["0seedmonth000", "0seedweek0000"]
@@ -277,7 +283,9 @@ async def test_compaction_through_the_client(setup: Setup) -> None:
     entries = [json.loads(line) for line in folded.read_text("utf-8").splitlines()]
     memories = sorted(e["id"] for e in entries if not e.get("forgotten"))
     tombstones = sorted(e["id"] for e in entries if e.get("forgotten"))
-    assert memories == sorted([f"0live{n:08d}" for n in range(10)] + [new_id])
+    minted = [m for m in memories if not m.startswith("0live")]
+    assert len(minted) == 1 and minted[0].endswith(new_id)
+    assert memories == sorted([f"0live{n:08d}" for n in range(10)] + minted)
     assert tombstones == [f"0dead{n:08d}" for n in range(110)]  # kept for good
     assert setup.legacy.read_text("utf-8").count("\n") == 1
 

@@ -286,6 +286,19 @@ class ServerAnswer:
     seconds: float
 
 
+# An entry of a recall reply starts "- <id> ", the id by its shortest unique ending.
+_ENTRY_ID = re.compile(r"^- (\S+) ", re.MULTILINE)
+
+
+def ids_by_ending(ids: Iterable[str]) -> dict[str, str]:
+    """Each id by itself and by every ending it alone has (what a reply may show of it)."""
+    owners: dict[str, set[str]] = {}
+    for memory_id in ids:
+        for start in range(len(memory_id)):
+            owners.setdefault(memory_id[start:], set()).add(memory_id)
+    return {ending: next(iter(held)) for ending, held in owners.items() if len(held) == 1}
+
+
 async def ask_server(
     root: Path, conversations: Sequence[Conversation], turn_of: Mapping[str, str]
 ) -> list[ServerAnswer]:
@@ -296,7 +309,7 @@ async def ask_server(
         cache_dir=root / "cache",
         api_key=None,
     )
-    id_pattern = re.compile(rf"\b[0-9a-z]{{{len(next(iter(turn_of)))}}}\b")
+    whole_id = ids_by_ending(turn_of)
     answers: list[ServerAnswer] = []
     async with Client(build_server(settings), raise_exceptions=True) as client:
         began = time.perf_counter()
@@ -311,7 +324,8 @@ async def ask_server(
                 result = await client.call_tool("vault_recall", arguments)
                 seconds = time.perf_counter() - began
                 text = reply_text(result)
-                ranked = [turn_of[i] for i in id_pattern.findall(text) if i in turn_of]
+                shown = _ENTRY_ID.findall(text)
+                ranked = [turn_of[whole_id[i]] for i in shown if i in whole_id]
                 answers.append(ServerAnswer(ranked, count_tokens(text), seconds))
     return answers
 

@@ -38,6 +38,7 @@ from mcp.types import TextContent
 from bench.shared.generate_vault import generate
 from bench.shared.harness import server_env, server_pid, stdio_params
 from obsidian_mcp.memory.files import writer_of
+from obsidian_mcp.memory.index import SHORT_ID_CHARS
 from tests.memory_files import memory_paths, writer_paths
 from tests.standin.process import StandinProcess
 
@@ -228,11 +229,16 @@ async def _verify(env: dict[str, str], round_: Round, result: CrashResult) -> No
         # Forget what is left, so the next rounds' compactions have dead lines to drop.
         for memory_id in recalled:
             await client.call_tool("vault_forget", {"id": memory_id})
+    # A receipt names its memory by the shortest ending of its id no other has; the JSON
+    # recall, by the whole id.
+    recalled_endings = {
+        full[start:] for full in recalled for start in range(len(full) - SHORT_ID_CHARS + 1)
+    }
     for memory_id in round_.remembered:
         if memory_id in round_.forgotten:
-            if memory_id in recalled:
+            if memory_id in recalled_endings:
                 result.resurrected.append(memory_id)
-        elif memory_id not in recalled and memory_id not in round_.forget_sent:
+        elif memory_id not in recalled_endings and memory_id not in round_.forget_sent:
             result.lost.append(memory_id)
 
 

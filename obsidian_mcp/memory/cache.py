@@ -75,6 +75,13 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE TABLE vectors (model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, hash)) WITHOUT ROWID;
 """
+# Ids by their last characters, for showing each by its shortest unique ending and finding
+# it again from that (`index.SHORT_ID_CHARS`, which these five must equal). Made on every
+# open where missing: a cache of an earlier version gains them without dropping its vectors.
+_ID_ENDINGS = """
+CREATE INDEX IF NOT EXISTS memories_by_id_ending ON memories (substr(id, -5));
+CREATE INDEX IF NOT EXISTS retired_by_id_ending ON retired (substr(id, -5));
+"""
 _TABLES = (
     "state",
     "files",
@@ -124,6 +131,9 @@ def _prepare(db: sqlite3.Connection, where: str) -> sqlite3.Connection:
                 if statement.strip():
                     db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for statement in _ID_ENDINGS.split(";"):
+            if statement.strip():
+                db.execute(statement)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

@@ -1,5 +1,6 @@
 """Memories as text for a model: a summary line first, compact entries, what was left out."""
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -98,12 +99,21 @@ def format_memory(
     replaced_by: str | None = None,
     scope: str | None = None,
     tags: tuple[str, ...] = (),
+    short_ids: Mapping[str, str] | None = None,
 ) -> str:
-    """One memory in short lines: id, when (the day it happened, else its age), type,
-    scope and tags; content; why, source, and what replaced it. The `scope` and `tags` a
-    recall was filtered by are left out (`_unsaid`): every entry would repeat them."""
+    """One memory in short lines: id and when (the day it happened, else its age), then
+    type, scope and tags; content; why, source, and what replaced it. The `scope` and
+    `tags` a recall was filtered by are left out (`_unsaid`): every entry would repeat them.
+    Ids are shown as `short_ids` has them (their shortest unique endings).
+
+    With nothing but id and date to say, the content follows on the same line: most
+    recalled memories are one line, and their entries then cost the id and the date. On
+    LoCoMo's development questions (`python -m bench.memory.locomo`) a recall of 10 took 485
+    tokens with the whole id and " · " on a line of its own; 465 with short ids; 448 with
+    this line and a summary that no longer says a larger limit shows more."""
     memory = shown_fields(memory, max_field)
-    head = [memory.id, _happened(memory) or age(memory.ts, now)]
+    shown = short_ids or {}
+    head = [f"{shown.get(memory.id, memory.id)} {_happened(memory) or age(memory.ts, now)}"]
     if memory.type:
         head.append(memory.type)
     if memory.scope and memory.scope != scope:
@@ -111,12 +121,15 @@ def format_memory(
     other_tags = _unsaid(memory.tags, scope, tags)
     if other_tags:
         head.append(" ".join("#" + tag for tag in other_tags))
-    lines = ["- " + " · ".join(head), "  " + memory.content.replace("\n", "\n  ")]
+    if len(head) == 1 and "\n" not in memory.content:
+        lines = [f"- {head[0]} {memory.content}"]
+    else:
+        lines = ["- " + " · ".join(head), "  " + memory.content.replace("\n", "\n  ")]
     tail: list[str] = []
     if replaced_by:
-        tail.append(f"SUPERSEDED by {replaced_by}")
+        tail.append(f"SUPERSEDED by {shown.get(replaced_by, replaced_by)}")
     if memory.supersedes:
-        tail.append("replaces " + ", ".join(memory.supersedes))
+        tail.append("replaces " + ", ".join(shown.get(old, old) for old in memory.supersedes))
     if memory.context:
         tail.append("why: " + memory.context)
     if memory.source:
@@ -141,7 +154,7 @@ def summary_line(recall: Recall) -> str:
         # Best first; how many the limit left out is said here, not in a footer.
         best = len(recall.memories)
         if recall.total > best:
-            return f"Best {best} of {what}; a larger limit shows more"
+            return f"Best {best} of {what}:"
         return f"{what}, best first"
     if recall.newest is None or recall.oldest is None:
         return what
@@ -187,7 +200,12 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
     for memory in recall.memories:
         replaced_by = recall.replaced_by.get(memory.id)
         text = format_memory(
-            memory, recall.now, replaced_by=replaced_by, scope=recall.scope, tags=recall.tags
+            memory,
+            recall.now,
+            replaced_by=replaced_by,
+            scope=recall.scope,
+            tags=recall.tags,
+            short_ids=recall.short_ids,
         )
         cost = estimate_tokens(text) + 1
         if cost > budget:
@@ -204,6 +222,7 @@ def _pack(recall: Recall, max_tokens: int) -> tuple[list[str], int, int | None]:
                 replaced_by=replaced_by,
                 scope=recall.scope,
                 tags=recall.tags,
+                short_ids=recall.short_ids,
             )
             cost = estimate_tokens(text) + 1
         shown.append(text)
@@ -306,7 +325,11 @@ def recall_data(recall: Recall, max_tokens: int) -> dict[str, Any]:
 
 
 def render_overview(
-    memories: list[Memory], tags: list[tuple[str, int]], status: MemoryStatus, now: datetime
+    memories: list[Memory],
+    tags: list[tuple[str, int]],
+    status: MemoryStatus,
+    now: datetime,
+    short_ids: Mapping[str, str] | None = None,
 ) -> str:
     replaced = f" (and {status.superseded:,} superseded)" if status.superseded else ""
     lines = [
@@ -323,7 +346,7 @@ def render_overview(
         lines.append("Tags: " + ", ".join(f"{tag} ({count})" for tag, count in tags))
     if memories:
         lines += ["", "## Most recent"]
-        lines += [format_memory(memory, now) for memory in memories]
+        lines += [format_memory(memory, now, short_ids=short_ids) for memory in memories]
     else:
         lines.append("No memories yet; save one with vault_remember.")
     lines.append("")
@@ -331,44 +354,49 @@ def render_overview(
     return "\n".join(lines)
 
 
-def render_forgotten(record: Record, now: datetime) -> str:
+def render_forgotten(record: Record, now: datetime, short_ids: Mapping[str, str]) -> str:
     """What vault_forget answers: what it forgot, or that it was forgotten before."""
     if isinstance(record, Tombstone):
-        return f"{record.id} was already forgotten ({age(record.ts, now)}); nothing changed."
-    return "Forgot:\n" + format_memory(record, now)
+        shown = short_ids.get(record.id, record.id)
+        return f"{shown} was already forgotten ({age(record.ts, now)}); nothing changed."
+    return "Forgot:\n" + format_memory(record, now, short_ids=short_ids)
 
 
 def render_remembered(result: Remembered, now: datetime) -> str:
     """What vault_remember answers: the id, what it replaced, and the memories close to it
     with what to do about the nearest."""
     memory = result.memory
+
+    def shown(other: Memory) -> str:
+        return result.short_ids.get(other.id, other.id)
+
     tag_list = ", ".join(repr(tag) for tag in memory.tags)
     recall = f"vault_recall(tags=[{tag_list}]" + (
         f", scope={memory.scope!r})" if memory.scope else ")"
     )
     if not result.created:
         return (
-            f"Already remembered as {memory.id} (same content, tags and scope); nothing "
+            f"Already remembered as {shown(memory)} (same content, tags and scope); nothing "
             f"written. Recall with {recall}."
         )
-    lines = [f"Remembered as {memory.id}. Recall with {recall}."]
+    lines = [f"Remembered as {shown(memory)}. Recall with {recall}."]
     if result.superseded:
         lines.append(
             "It replaces "
-            + ", ".join(old.id for old in result.superseded)
+            + ", ".join(shown(old) for old in result.superseded)
             + "; recall shows them only with include_superseded=true."
         )
     near = result.near_duplicate
     if near is not None:
         lines.append(
-            f"Nearly the same as {near.id}: if the new one replaces it, call "
-            f"vault_forget({memory.id!r}) and remember it again with supersedes=[{near.id!r}]; "
-            f"if it adds nothing, vault_forget({memory.id!r})."
+            f"Nearly the same as {shown(near)}: if the new one replaces it, call "
+            f"vault_forget({shown(memory)!r}) and remember it again with "
+            f"supersedes=[{shown(near)!r}]; if it adds nothing, vault_forget({shown(memory)!r})."
         )
     if result.similar:
         lines.append("Closest stored:")
         lines += [
-            f"- {close.memory.id} ({close.score:.2f}) "
+            f"- {shown(close.memory)} ({close.score:.2f}) "
             f"{_clip(' '.join(close.memory.content.split()), 120)}"
             for close in result.similar
         ]

@@ -117,6 +117,27 @@ class UnknownMemoryId(InvalidArgument):
         )
 
 
+def named_id(index: MemoryIndex, given: str, what: str) -> str | None:
+    """The one id `given` names (whole, or by an ending as recall shows it), None for none;
+    an ending several ids share is refused with each of them. `what` names the argument."""
+    found = index.ids_named(given)
+    if len(found) > 1:
+        choices = "; ".join(_described(index, memory_id) for memory_id in sorted(found)[:5])
+        raise InvalidArgument(
+            f"{what} {given!r} is the end of {len(found)} memories' ids: {choices}. Give "
+            "the whole id of the one you mean."
+        )
+    return found[0] if found else None
+
+
+def _described(index: MemoryIndex, memory_id: str) -> str:
+    record = index.latest(memory_id)
+    if isinstance(record, Memory):
+        content = " ".join(record.content.split())
+        return f"{memory_id} ({content[:60]}{'…' if len(content) > 60 else ''})"
+    return f"{memory_id} (forgotten)"
+
+
 @dataclass(frozen=True, slots=True)
 class Similar:
     memory: Memory
@@ -132,6 +153,8 @@ class Remembered:
     similar: list[Similar] = field(default_factory=list[Similar])
     # Memories this one replaced.
     superseded: list[Memory] = field(default_factory=list[Memory])
+    # Every id above by its shortest unique ending (`MemoryIndex.short_ids`).
+    short_ids: dict[str, str] = field(default_factory=dict[str, str])
 
     @property
     def near_duplicate(self) -> Memory | None:
@@ -167,6 +190,9 @@ class Recall:
     tags: tuple[str, ...] = ()
     # The recall ranked by a query (best first), not by time.
     ranked: bool = False
+    # Each id shown (the memories', what replaced them, what they replace) by its shortest
+    # unique ending (`MemoryIndex.short_ids`).
+    short_ids: dict[str, str] = field(default_factory=dict[str, str])
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,8 +422,9 @@ class MemoryStore:
                 stored.append(same)
                 return []
             replaced.extend(self._replaced(index, replaced_ids, clean_scope))
+            whole_ids = tuple(old.id for old in replaced)
             if vector is not None:
-                similar.extend(self._similar(index, vector, clean_scope, replaced_ids))
+                similar.extend(self._similar(index, vector, clean_scope, whole_ids))
             now = _to_millis(self._clock())
             memory_id = self._ids.make(now)
             while memory_id in index:  # another process minted it in the same millisecond
@@ -412,7 +439,7 @@ class MemoryStore:
                 clean_source,
                 clean_scope,
                 when,
-                replaced_ids,
+                whole_ids,
             )
             stored.append(memory)
             return [memory]
@@ -422,15 +449,23 @@ class MemoryStore:
         if written and vector is not None and embedder is not None:
             async with self._lock:
                 await self._keep_vectors(embedder.model_id, [content_hash(text)], vector)
-        return Remembered(stored[0], created=bool(written), similar=similar, superseded=replaced)
+        shown = [stored[0], *replaced, *(close.memory for close in similar)]
+        return Remembered(
+            stored[0],
+            created=bool(written),
+            similar=similar,
+            superseded=replaced,
+            short_ids=await self.short_ids(m.id for m in shown),
+        )
 
     @staticmethod
     def _replaced(index: MemoryIndex, ids: tuple[str, ...], scope: str | None) -> list[Memory]:
         """The memories `ids` name, checked: each must be stored, not forgotten, and visible
         in this scope."""
         found: list[Memory] = []
-        for memory_id in ids:
-            record = index.latest(memory_id)
+        for given in ids:
+            memory_id = named_id(index, given, "supersedes names")
+            record = index.latest(memory_id) if memory_id is not None else None
             if record is None:
                 raise InvalidArgument(
                     f"supersedes names {memory_id!r}, which no memory has. Ids come from "
@@ -475,7 +510,8 @@ class MemoryStore:
         forgotten: list[Record] = []
 
         def build(index: MemoryIndex) -> list[Record]:
-            record = index.latest(wanted)
+            whole_id = named_id(index, wanted, "The id")
+            record = index.latest(whole_id) if whole_id is not None else None
             if record is None:
                 raise UnknownMemoryId(memory_id)
             forgotten.append(record)
@@ -544,6 +580,8 @@ class MemoryStore:
             selection = index.select(wanted, limit, similar, period)
             shown = selection.ranked
             replaced = index.replacements(m.id for m in shown) if include_superseded else {}
+            named = [m.id for m in shown] + list(replaced.values())
+            named += [old for m in shown for old in m.supersedes]
             # Meaning says nothing here is about the query (words alone cannot say it).
             no_match = best is not None and best < NO_MATCH_FLOOR
             return Recall(
@@ -572,6 +610,7 @@ class MemoryStore:
                 scope=clean_scope,
                 tags=clean_tags,
                 ranked=bool(text),
+                short_ids=index.short_ids(named),
             )
 
         async with self._lock:
@@ -690,6 +729,18 @@ class MemoryStore:
         """Fold this device's idle files and this process's own into one new file."""
         async with self._lock:
             return await self._compact()
+
+    async def knows_id(self, given: str) -> bool:
+        """Whether `given` names a memory's id, forgotten or not (whole, or by an ending)."""
+        async with self._lock:
+            return await self._query(lambda index: bool(index.ids_named(given)))
+
+    async def short_ids(self, ids: Iterable[str]) -> dict[str, str]:
+        """Each id by its shortest unique ending, as replies show it (`named_id` takes it
+        back)."""
+        wanted = list(ids)
+        async with self._lock:
+            return await self._query(lambda index: index.short_ids(wanted))
 
     async def overview(self, limit: int) -> tuple[list[Memory], list[tuple[str, int]]]:
         """The most recent memories and every known tag with its count."""

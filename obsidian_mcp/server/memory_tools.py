@@ -243,14 +243,14 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
                 wanted = call.path.strip().lower()
 
                 async def holds(services: VaultServices) -> bool:
-                    memories = await services.memory.export(include_superseded=True)
-                    return any(memory.id.lower() == wanted for memory in memories)
+                    return await services.memory.knows_id(wanted)
 
                 await refuse_if_another_vault_holds(
                     app_state(ctx), call, "memory", holds, "vault_forget(id='{}')"
                 )
                 raise
-        return render_forgotten(forgotten, memory_store.now())
+        short_ids = await memory_store.short_ids([forgotten.id])
+        return render_forgotten(forgotten, memory_store.now(), short_ids)
 
     @mcp.resource(
         "obsidian://memory/recent{?limit,vault}",
@@ -268,7 +268,8 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
             memory_store = app_state(ctx).require(vault or None).memory
             memories, tags = await memory_store.overview(max(1, min(limit, MAX_RECALL_LIMIT)))
             status = await memory_store.status()
-        return render_overview(memories, tags, status, memory_store.now())
+            short_ids = await memory_store.short_ids(m.id for m in memories)
+        return render_overview(memories, tags, status, memory_store.now(), short_ids)
 
     @mcp.prompt(
         name="handover",
@@ -295,7 +296,11 @@ def register_memory_tools(mcp: MCPServer[AppState]) -> None:
         memory_store = services.memory
         memories, _ = await memory_store.overview(_PROMPT_MEMORIES)
         now = memory_store.now()
-        recent = "\n".join(format_memory(m, now) for m in memories) or "(no memories yet)"
+        short_ids = await memory_store.short_ids(m.id for m in memories)
+        recent = (
+            "\n".join(format_memory(m, now, short_ids=short_ids) for m in memories)
+            or "(no memories yet)"
+        )
         path = bare or handover_note(list(await services.vault.note_stats()))
         served = state.served(vault).name
         if state.several:
