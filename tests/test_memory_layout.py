@@ -182,7 +182,8 @@ async def test_a_superseded_fact_is_shown_only_on_request_marked_with_its_replac
     everything = await one.recall(query="Mira", include_superseded=True)
     assert {m.id for m in everything.memories} == {old.memory.id, new.memory.id}
     assert everything.replaced_by == {old.memory.id: new.memory.id}
-    assert f"SUPERSEDED by {new.memory.id}" in render_recall(everything, 1000)
+    shown = everything.short_ids[new.memory.id]
+    assert f"SUPERSEDED by {shown}" in render_recall(everything, 1000)
     # The replacement was wrong: forgetting it makes the old fact current again.
     await one.forget(new.memory.id)
     assert [m.id for m in (await one.recall(query="Mira")).memories] == [old.memory.id]
@@ -242,7 +243,8 @@ async def test_time_filters_use_when_it_happened(vault: Path, tmp_path: Path) ->
     text = render_recall(older, 1000)
     nine = (NOW.astimezone().date() - timedelta(days=9)).isoformat()
     # One date: the day it happened (when it was written is not news).
-    assert f"- {trip.memory.id} · {nine} · #walks\n" in text and "just now" not in text
+    shown = older.short_ids[trip.memory.id]
+    assert f"- {shown} {nine} · #walks\n" in text and "just now" not in text
     assert date.fromisoformat(trip.memory.occurred or "") < NOW.date()
     one.close()
 
@@ -260,7 +262,7 @@ async def test_remember_reports_a_reworded_restatement_and_never_merges_it(
     assert again.created  # never merged on its own
     assert again.near_duplicate is not None and again.near_duplicate.id == first.memory.id
     text = render_remembered(again, NOW)
-    assert f"Nearly the same as {first.memory.id}" in text
+    assert f"Nearly the same as {again.short_ids[first.memory.id]}" in text
     other = await one.remember("The harbour freezes over most winters", ["harbour"])
     assert other.near_duplicate is None
     one.close()
@@ -280,7 +282,8 @@ async def test_the_first_remember_of_a_new_process_is_compared_with_what_is_stor
     again = await fresh.remember("Hobb Marrow hides the guild's money in a mutton pie.", ["pie"])
     assert again.created
     assert again.near_duplicate is not None and again.near_duplicate.id == twin.memory.id
-    assert f"Nearly the same as {twin.memory.id}" in render_remembered(again, NOW)
+    assert f"Nearly the same as {again.short_ids[twin.memory.id]}" in render_remembered(
+        again, NOW)
     fresh.close()
 
 

@@ -36,9 +36,8 @@ import anyio
 from mcp.types import TextContent
 
 from bench.shared.generate_vault import generate
-from bench.shared.harness import server_env, server_pid, stdio_params
+from bench.shared.harness import server_env, server_pid, stdio_params, with_endings
 from obsidian_mcp.memory.files import writer_of
-from obsidian_mcp.memory.index import SHORT_ID_CHARS
 from tests.memory_files import memory_paths, writer_paths
 from tests.standin.process import StandinProcess
 
@@ -231,9 +230,7 @@ async def _verify(env: dict[str, str], round_: Round, result: CrashResult) -> No
             await client.call_tool("vault_forget", {"id": memory_id})
     # A receipt names its memory by the shortest ending of its id no other has; the JSON
     # recall, by the whole id.
-    recalled_endings = {
-        full[start:] for full in recalled for start in range(len(full) - SHORT_ID_CHARS + 1)
-    }
+    recalled_endings = with_endings(recalled)
     for memory_id in round_.remembered:
         if memory_id in round_.forgotten:
             if memory_id in recalled_endings:

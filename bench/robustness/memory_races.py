@@ -59,7 +59,7 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from bench.shared.harness import markdown_table, server_env, stdio_params
+from bench.shared.harness import markdown_table, server_env, stdio_params, with_endings
 from tests.standin.process import StandinProcess
 
 ACKNOWLEDGED = re.compile(r"[Rr]emembered as ([0-9a-z]+)")
@@ -285,8 +285,9 @@ def judge(
         recall_back=set(),
         seconds=seconds,
     )
-    for name, vault, recalled in checks:
-        present = present_ids(vault)
+    for name, vault, whole_ids in checks:
+        # Receipts name each memory by the shortest ending of its id no other has.
+        present, recalled = with_endings(present_ids(vault)), with_endings(whole_ids)
         lost, back = kept - present, forgotten & present
         outcome.lost |= lost
         outcome.back |= back

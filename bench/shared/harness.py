@@ -42,6 +42,7 @@ from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.location import index_path
+from obsidian_mcp.memory.index import SHORT_ID_CHARS
 from obsidian_mcp.usage.stats import percentile  # one definition for bench and stats
 from tests.standin.process import StandinProcess
 
@@ -120,6 +121,17 @@ def copy_vault(target: Path, *, vectors: bool, source: Path = FIXTURE_VAULT) -> 
     ignore = None if vectors else shutil.ignore_patterns(".smart-env")
     shutil.copytree(source, target, ignore=ignore)
     return target
+
+
+def with_endings(ids: Iterable[str]) -> set[str]:
+    """Whole memory ids (from the files, or a JSON recall) with every ending a reply may
+    name them by (receipts show the shortest no other id has, of SHORT_ID_CHARS or more):
+    what a receipt's id is looked up in."""
+    return {
+        whole[start:]
+        for whole in ids
+        for start in range(max(len(whole) - SHORT_ID_CHARS, 0) + 1)
+    }
 
 
 def count_tokens(text: str) -> int:

@@ -75,12 +75,19 @@ CREATE VIRTUAL TABLE words USING fts5 (
 CREATE TABLE vectors (model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, hash)) WITHOUT ROWID;
 """
-# Ids by their last characters, for showing each by its shortest unique ending and finding
-# it again from that (`index.SHORT_ID_CHARS`, which these five must equal). Made on every
-# open where missing: a cache of an earlier version gains them without dropping its vectors.
-_ID_ENDINGS = """
+# Indexes made on every open where missing, so that a cache of an earlier version gains
+# them without being rebuilt (and losing its vectors):
+# - ids by their last characters, for showing each by its shortest unique ending and finding
+#   it again from that (`index.SHORT_ID_CHARS`, which these five must equal);
+# - what a text query's candidates are filtered by, beside their slot, so the filter never
+#   reads the memories' rows (`MemoryIndex.select`): at 100,000 memories, about 5,300
+#   candidates a query, that look-up took 9.2 ms median / 27 ms p95 from the rows and 3.8 /
+#   12 from this index.
+_ADDED_INDEXES = """
 CREATE INDEX IF NOT EXISTS memories_by_id_ending ON memories (substr(id, -5));
 CREATE INDEX IF NOT EXISTS retired_by_id_ending ON retired (substr(id, -5));
+CREATE INDEX IF NOT EXISTS memories_by_slot_filters
+    ON memories (slot, repeat, superseded, at, scope, type);
 """
 _TABLES = (
     "state",
@@ -131,7 +138,7 @@ def _prepare(db: sqlite3.Connection, where: str) -> sqlite3.Connection:
                 if statement.strip():
                     db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        for statement in _ID_ENDINGS.split(";"):
+        for statement in _ADDED_INDEXES.split(";"):
             if statement.strip():
                 db.execute(statement)
         db.execute("COMMIT")

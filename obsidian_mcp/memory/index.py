@@ -133,7 +133,7 @@ PERIOD_DEPTH = 50
 # the 2,760 memories of LoCoMo's development conversations 2 need a sixth; of 100,000
 # minted a second apart, 589 a sixth or seventh. Alone it took recall replies of 10 from
 # 485 to 465 tokens (`python -m bench.memory.locomo`). The cache indexes the ids' last five
-# characters (`cache._ID_ENDINGS`).
+# characters (`cache._ADDED_INDEXES`).
 SHORT_ID_CHARS = 5
 # FTS5 columns, in the order of `_FIELD_WEIGHTS`.
 _FIELDS = ("tags", "text")
@@ -811,8 +811,8 @@ class MemoryIndex:
         candidates = scores.keys() | nearby.keys()
         where, params = self._filters(query, by_slots=True)
         rows = self.db.execute(
-            f"SELECT slot, at FROM memories WHERE {where} AND slot IN "
-            "(SELECT value FROM json_each(?))",
+            "SELECT slot, at FROM memories INDEXED BY memories_by_slot_filters "
+            f"WHERE {where} AND slot IN (SELECT value FROM json_each(?))",
             [*params, json.dumps(sorted(candidates))],
         )
         pool: dict[int, int] = dict(rows.fetchall())
