@@ -40,7 +40,7 @@ from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval.candidates import query_terms
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
-from obsidian_mcp.sources.base import NoteData
+from obsidian_mcp.sources.base import NoteData, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings, rest_settings
@@ -750,6 +750,44 @@ async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_r
     # The rest once each; the build's read of the keeper's note was under way already.
     assert sorted(set(folder.reads)) == sorted([keeper, *(f"Note {n}.md" for n in range(40))])
     assert len(folder.reads) <= 42
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_the_first_read_starts_no_note_while_a_question_reads_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: beside the first build's read, the folder's scan for a question's rare
+    word took over 8 s at 10,000 notes (0.27 s alone), and a new server's first question
+    gave up on it. The build's read now starts no note until the read-ahead is done."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    started: list[str] = []
+    read = folder.read_note
+
+    async def recorded_read(path: str) -> NoteData:
+        started.append(path)
+        return await read(path)
+
+    searching, release = anyio.Event(), anyio.Event()
+    search = folder.search_text
+
+    async def held_search(query: str, context_length: int) -> list[TextSearchHit]:
+        searching.set()
+        await release.wait()
+        return await search(query, context_length)
+
+    monkeypatch.setattr(folder, "read_note", recorded_read)
+    monkeypatch.setattr(folder, "search_text", held_search)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)  # the first 16 reads are under way (0.5 s each)
+        background.start_soon(retriever.corpus.read_unread_holding, "quennell", 20)
+        await searching.wait()
+        before = len(started)
+        await anyio.sleep(1.2)  # two more rounds of 16 would have started meanwhile
+        assert len(started) == before
+        release.set()
+    assert sorted(started) == sorted(f"Note {n}.md" for n in range(40))  # each once
     retriever.close()
 
 

@@ -233,6 +233,12 @@ class Corpus:
         self._cutting = anyio.CapacityLimiter(1)
         # (notes read, notes to read) while a task reads, for the calls that wait for it.
         self._read_so_far: tuple[int, int] | None = None
+        # Set when the read-aheads under way (`read_unread_holding`) have ended; None while
+        # none is. The first build's read starts no note meanwhile: beside it, the folder's
+        # scan for a question's word took over 8 s at 10,000 notes (0.27 s alone), and the
+        # first question of a new server gave up on it (python -m bench.speed.first_day).
+        self._ahead_done: anyio.Event | None = None
+        self._reading_ahead = 0
         # Bumped on every change, so derived caches (the backlink map) know to rebuild.
         self.generation = 0
 
@@ -271,7 +277,19 @@ class Corpus:
         notes whose text holds `word` (the vault's own search: Obsidian's, or a scan of the
         folder) or whose file name `named` matches, if they are at most `most`: how many
         were read (0: none was unread), or None when they are too many and none was. The
-        first build's read then skips them."""
+        first build's read then skips them, and starts no note while this runs."""
+        if self._ahead_done is None:
+            self._ahead_done = anyio.Event()
+        self._reading_ahead += 1
+        try:
+            return await self._read_ahead(word, most, named)
+        finally:
+            self._reading_ahead -= 1
+            if not self._reading_ahead:
+                self._ahead_done.set()
+                self._ahead_done = None
+
+    async def _read_ahead(self, word: str, most: int, named: re.Pattern[str] | None) -> int | None:
         hits = await self._vault.search_text(word, context_length=len(word))
         holding = {hit.path for hit in hits}
         if named is not None:
@@ -541,6 +559,8 @@ class Corpus:
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
+                while self._ahead_done is not None:  # a question's read-ahead goes first
+                    await self._ahead_done.wait()
                 # A search may have read it meanwhile (`read_unread_holding`).
                 read = None if path in self._notes else await self._read(path)
             if read is not None:
