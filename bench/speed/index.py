@@ -2,6 +2,7 @@
 
     python -m bench.speed.index --notes 1000 10000 [--embed-seconds 600]
     python -m bench.speed.index --prebuilt VAULT_PARENT CACHE_DIR
+    python -m bench.speed.index --keyword-only --notes 10000 20000 50000
 
 For each size, a generated vault (``bench/shared/generate_vault.py``, no Smart Connections
 vectors) is indexed once in this process, the way ``obsidian-mcp index`` does it:
@@ -424,9 +425,7 @@ def build_tables(builds: list[Build]) -> list[str]:
     """The build against the model's own time, and the builder's thread by what it did."""
     rows = []
     for b in builds:
-        searchable = (
-            None if b.searchable_seconds is None else b.read_seconds + b.searchable_seconds
-        )
+        searchable = None if b.searchable_seconds is None else b.read_seconds + b.searchable_seconds
         whole = _seconds(b.build_seconds, b.read_cpu + b.embed_cpu if b.complete else None)
         rows.append(
             [
@@ -533,6 +532,40 @@ def report(builds: list[Build], serves: list[Serve]) -> str:
     )
 
 
+async def keyword_only_sizes(sizes: list[int]) -> None:
+    """Everything but the model at each size: notes read, cut and stored, wall and CPU."""
+    rows: list[list[str]] = []
+    with tempfile.TemporaryDirectory(prefix="index-bench-") as tmp:
+        for notes in sizes:
+            out = Path(tmp) / f"gen-{notes}"
+            generate(out, notes, vectors=False)
+            index_dir = Path(tmp) / f"index-{notes}"
+            wall, cpu = await keyword_only_build(out / "vault", index_dir)
+            store = IndexStore(
+                index_path(
+                    Settings.model_validate({"vault_path": out / "vault", "index_dir": index_dir})
+                )
+            )
+            stats = store.stats()
+            store.close()
+            rows.append(
+                [
+                    f"{notes:,}",
+                    f"{stats.passages:,}",
+                    _seconds(wall, cpu),
+                    f"{1000 * wall / notes:.1f}",
+                    f"{stats.bytes_on_disk / 1e6:.0f}",
+                ]
+            )
+            print(f"  {notes:,} notes: {wall:.0f} s", flush=True)
+            shutil.rmtree(out)
+    print(
+        "## Passage index: keyword-only build (OBSIDIAN_INDEX_EMBEDDINGS=false)\n\n"
+        "Targets: <= 60 s at 10,000 notes, <= 5 min at 50,000 (linear).\n\n"
+        + markdown_table(["notes", "passages", "wall s (CPU)", "ms per note", "index MB"], rows)
+    )
+
+
 async def main_async(
     sizes: list[int], embed_seconds: float, prebuilt: tuple[Path, Path] | None
 ) -> None:
@@ -581,7 +614,15 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("VAULT_PARENT", "CACHE_DIR"),
         help="serve a copy of an already built vault and index instead of building",
     )
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="only the keyword-only build at each size (no model, no server)",
+    )
     args = parser.parse_args(argv)
+    if args.keyword_only:
+        anyio.run(keyword_only_sizes, args.notes)
+        return
     prebuilt = None if args.prebuilt is None else (args.prebuilt[0], args.prebuilt[1])
     anyio.run(main_async, args.notes, args.embed_seconds, prebuilt)
 
