@@ -54,7 +54,8 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -191,10 +192,14 @@ def _sample(texts: list[tuple[str, str]], size: int) -> list[str]:
     return [text for _, text in random.Random(38).sample(texts, min(size, len(texts)))]
 
 
-def _instrument(store: IndexStore, embedder: Embedder, split: Split) -> Callable[[], float | None]:
-    """Time the builder's look-ups, model calls and writes into `split`; the returned
-    function gives when (perf_counter) the builder first looked past first texts, the end
-    of its first pass: every passage searchable by meaning."""
+@contextmanager
+def _instrumented(
+    store: IndexStore, embedder: Embedder, split: Split
+) -> Iterator[Callable[[], float | None]]:
+    """Time the builder's look-ups, model calls and writes into `split` (the model is
+    shared by every build of the process: its own method is put back after); the function
+    given says when (perf_counter) the builder first looked past first texts, the end of its
+    first pass: every passage searchable by meaning."""
     look_up, write, embed = store.unembedded, store.put_vectors, embedder.embed
     firsts_done: list[float] = []
 
@@ -226,7 +231,10 @@ def _instrument(store: IndexStore, embedder: Embedder, split: Split) -> Callable
     store.unembedded = timed_look_up  # type: ignore[method-assign]
     store.put_vectors = timed_write  # type: ignore[method-assign]
     embedder.embed = timed_embed  # type: ignore[method-assign]
-    return lambda: firsts_done[0] if firsts_done else None
+    try:
+        yield lambda: firsts_done[0] if firsts_done else None
+    finally:
+        embedder.embed = embed  # type: ignore[method-assign]
 
 
 async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) -> Build:
@@ -247,16 +255,16 @@ async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) 
     rate_all = model_rate(embedder, _sample(everything, MODEL_SAMPLE))
     del everything, firsts
     split = Split()
-    firsts_done_at = _instrument(store, embedder, split)
-    builder = retriever.builder
-    started, cpu = time.perf_counter(), time.process_time()
-    builder.start()
-    while builder.running and time.perf_counter() - started < embed_seconds:
-        await anyio.sleep(1.0)
-    complete = not builder.running
-    retriever.close()  # stops after the batch in hand
-    embed_time, embed_cpu = time.perf_counter() - started, time.process_time() - cpu
-    searchable_at = firsts_done_at()
+    with _instrumented(store, embedder, split) as firsts_done_at:
+        builder = retriever.builder
+        started, cpu = time.perf_counter(), time.process_time()
+        builder.start()
+        while builder.running and time.perf_counter() - started < embed_seconds:
+            await anyio.sleep(1.0)
+        complete = not builder.running
+        retriever.close()  # stops after the batch in hand
+        embed_time, embed_cpu = time.perf_counter() - started, time.process_time() - cpu
+        searchable_at = firsts_done_at()
     left = IndexStore(store.path)
     embedded = texts - left.count_unembedded(model)
     stats = left.stats()
