@@ -37,6 +37,7 @@ from obsidian_mcp.index.store import (
 )
 from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
+from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval.candidates import query_terms
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
@@ -206,7 +207,61 @@ def downgrade_to_version_1(file: Path) -> None:
         for table in ("note_labels_instances", "note_labels"):
             db.execute(f"DROP TABLE {table}")
         db.execute("ALTER TABLE passages DROP COLUMN length")
+        db.execute("ALTER TABLE notes DROP COLUMN links")
         db.execute("PRAGMA user_version = 1")
+
+
+def linked_vault(root: Path) -> Path:
+    """Ten notes, each linking the next and the hub."""
+    root.mkdir(parents=True)
+    (root / "Hub.md").write_text("# Hub\n\nThe harbour's notes meet here.\n")
+    for n in range(10):
+        (root / f"Note {n}.md").write_text(
+            f"# Note {n}\n\nSee [[Note {(n + 1) % 10}]] and [[Hub|the hub]] for the tides.\n"
+        )
+    return root
+
+
+@pytest.mark.anyio
+async def test_the_backlinks_of_a_built_index_need_no_parse_and_an_older_index_parses_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: a new process's first vault_quick_context at 10,000 notes took 6 s, every
+    note parsed for its links. The index keeps each note's links (schema 5): a new process
+    makes the backlink map from them. An index stored before parses each note once, keeps
+    its links, and the next process parses none."""
+    vault = linked_vault(tmp_path / "vault")
+    first, _ = retriever_on(vault, tmp_path, index_embeddings=False)
+    await first.corpus.sync(read_all=True)
+    first.links.refresh(first.corpus)
+    expected = {path: first.links.backlinks(path) for path in first.corpus.paths}
+    file = Path(first.corpus.store.path)
+    first.close()
+    assert len(expected["Hub.md"]) == 10
+
+    parses: list[str] = []
+    parse = corpus_module.parse_note
+
+    def counted(path: str, content: str) -> Any:
+        parses.append(path)
+        return parse(path, content)
+
+    monkeypatch.setattr(corpus_module, "parse_note", counted)
+
+    async def backlinks_of_a_new_process() -> dict[str, Any]:
+        retriever, folder = retriever_on(vault, tmp_path, index_embeddings=False)
+        await retriever.corpus.sync(read_all=True)
+        retriever.links.refresh(retriever.corpus)
+        found = {path: retriever.links.backlinks(path) for path in retriever.corpus.paths}
+        assert folder.reads == []  # from the index, not the vault
+        retriever.close()
+        return found
+
+    assert await backlinks_of_a_new_process() == expected and parses == []
+    with sqlite3.connect(file) as db:  # an index stored before it kept links
+        db.execute("UPDATE notes SET links = NULL")
+    assert await backlinks_of_a_new_process() == expected and len(parses) == 11
+    assert await backlinks_of_a_new_process() == expected and len(parses) == 11
 
 
 @pytest.mark.anyio

@@ -35,7 +35,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Collection, Generator, Iterable, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +159,12 @@ _MIGRATIONS: tuple[str, ...] = (
     # (so a file an older SQLite brought to version 4 gains them once a newer one opens it).
     # The version tells a program older than the trigrams' triggers to rebuild, not write.
     "",
+    # 4 -> 5: each note's links as its parse found them (JSON [[target, start, end], ...]),
+    # so the backlink map of a built index reads them instead of parsing every note: the
+    # first `vault_quick_context` of a new process at 10,000 notes took 6 s, all of it
+    # parsing (python -m bench.speed.index). NULL for a note stored before: it is parsed
+    # once when the map is made, and its links kept then (`put_links`).
+    "ALTER TABLE notes ADD COLUMN links TEXT;",
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # Every note's text as trigrams (FTS5's `trigram` tokenizer), so `vault_smart_search` looks
@@ -269,6 +275,9 @@ class StoredPassage:
     text_hashes: tuple[str, ...]
 
 
+LinkSpan = tuple[str, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class Note(Generic[P]):
     """A note as the index keeps it: with its passages as cut (`PassageRow`, to store) or
@@ -281,6 +290,9 @@ class Note(Generic[P]):
     label_terms: tuple[str, ...]
     backlinks: tuple[str, ...] | None
     passages: tuple[P, ...]
+    # Where the note links (target as written, start, end), as its parse found them; None
+    # for a note stored before the index kept them (schema 4 and older).
+    links: tuple[LinkSpan, ...] | None = None
 
 
 NoteRow = Note[PassageRow]
@@ -301,7 +313,7 @@ class IndexStats:
     last_updated: float | None
 
 
-_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks "
+_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks, links "
 _PASSAGE_COLUMNS = 'SELECT id, path, section, start, "end" FROM passages '
 _PASSAGE_ORDER = "ORDER BY id"
 _TEXT_COLUMNS = "SELECT passage_id, text_hash FROM passage_texts "
@@ -494,7 +506,8 @@ class IndexStore:
             for note in notes:
                 db.execute("DELETE FROM notes WHERE path = ?", (note.path,))
                 db.execute(
-                    "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO notes (path, mtime_ms, size, content_hash, label_terms, "
+                    "backlinks, content, indexed_at, links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         note.path,
                         note.mtime_ms,
@@ -504,6 +517,7 @@ class IndexStore:
                         None if note.backlinks is None else json.dumps(note.backlinks),
                         note.content,
                         now,
+                        None if note.links is None else json.dumps(note.links),
                     ),
                 )
                 passages: list[StoredPassage] = []
@@ -594,9 +608,18 @@ class IndexStore:
                 tuple(label_terms.split()),
                 None if backlinks is None else tuple(json.loads(backlinks)),
                 tuple(by_note.get(path, ())),
+                None if links is None else tuple((t, a, b) for t, a, b in json.loads(links)),
             )
-            for path, mtime_ms, size, content, label_terms, backlinks in note_rows
+            for path, mtime_ms, size, content, label_terms, backlinks, links in note_rows
         }
+
+    def put_links(self, links: Mapping[str, Sequence[LinkSpan]]) -> None:
+        """Keep the links of notes stored before the index kept them (found by a parse)."""
+        with self._write() as db:
+            db.executemany(
+                "UPDATE notes SET links = ? WHERE path = ?",
+                [(json.dumps(spans), path) for path, spans in links.items()],
+            )
 
     def stored_stats(self) -> dict[str, tuple[int, int]]:
         """(mtime_ms, size) of every stored note."""

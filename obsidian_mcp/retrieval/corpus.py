@@ -27,6 +27,7 @@ from obsidian_mcp.errors import NoteNotFound, NotReadable, NotText, PathRefused
 from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.store import (
     IndexStore,
+    LinkSpan,
     Note,
     NoteRow,
     PassageRow,
@@ -89,6 +90,7 @@ class NoteRecord:
         backlinks: tuple[str, ...] | None,
         label_terms: frozenset[str],
         parsed: ParsedNote | None = None,
+        links: tuple[LinkSpan, ...] | None = None,
     ) -> None:
         self.stat = stat
         self.content = content
@@ -96,6 +98,8 @@ class NoteRecord:
         # Obsidian's own backlinks (REST, plugin 4.0 on); None when the source has none.
         self.backlinks = backlinks
         self.label_terms = label_terms
+        # Where it links, as stored; None when the index did not keep them (`links`).
+        self.stored_links = links
         if parsed is not None:
             self.__dict__["parsed"] = parsed
 
@@ -106,6 +110,13 @@ class NoteRecord:
     @cached_property
     def parsed(self) -> ParsedNote:
         return parse_note(self.stat.path, self.content)
+
+    @property
+    def links(self) -> tuple[LinkSpan, ...]:
+        """Where the note links (target, start, end): as stored, else from a parse."""
+        if self.stored_links is None:
+            self.stored_links = link_spans(self.parsed)
+        return self.stored_links
 
     def text(self, start: int, end: int) -> str:
         return self.content[start:end]
@@ -165,6 +176,11 @@ def embedding_texts(
     return tuple(where + plain_text(parsed.content[a:b]) for a, b in runs) or (where,)
 
 
+def link_spans(parsed: ParsedNote) -> tuple[LinkSpan, ...]:
+    """Where the note links: each link's target as written, start and end."""
+    return tuple((link.target, link.start, link.end) for link in parsed.links)
+
+
 def cut_note(
     stat: FileStat, content: str, backlinks: tuple[str, ...] | None
 ) -> tuple[NoteRow, ParsedNote]:
@@ -192,6 +208,7 @@ def cut_note(
         label_terms=tuple(set(note_label_terms(parsed))),
         backlinks=backlinks,
         passages=tuple(passages),
+        links=link_spans(parsed),
     )
     return row, parsed
 
@@ -329,6 +346,13 @@ class Corpus:
     def records(self) -> Iterable[NoteRecord]:
         return self._notes.values()
 
+    def keep_links(self, paths: Iterable[str]) -> None:
+        """Store the links of these notes, which the index did not keep (stored before it
+        did) and a parse has now found, so that no later process parses them for that."""
+        found = {path: record.links for path in paths if (record := self._notes.get(path))}
+        if found:
+            self._store.put_links(found)
+
     @property
     def note_count(self) -> int:
         return len(self._notes)
@@ -380,7 +404,7 @@ class Corpus:
                 self._by_text[digest] = (*self._by_text.get(digest, ()), chunk.id)
             self._chunks[chunk.id] = chunk
         self._notes[path] = NoteRecord(
-            stat, stored.content, stored.passages, stored.backlinks, label, parsed
+            stat, stored.content, stored.passages, stored.backlinks, label, parsed, stored.links
         )
         self.generation += 1
 
@@ -445,6 +469,7 @@ class Corpus:
                     row.label_terms,
                     row.backlinks,
                     stored[row.path],
+                    row.links,
                 )
                 self._install(note, stat, parsed)
 

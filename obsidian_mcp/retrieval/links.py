@@ -111,13 +111,13 @@ class LinkGraph:
         if corpus.generation == self._generation:
             return
         self.resolver_for(corpus)
+        # Links the index did not keep (notes stored before it did) are found by a parse
+        # here, once, and kept.
+        unkept = [record.path for record in corpus.records() if record.stored_links is None]
         self._backlinks = backlink_map(
-            self._resolver,
-            (
-                (record.path, [(link.target, link.start, link.end) for link in record.parsed.links])
-                for record in corpus.records()
-            ),
+            self._resolver, ((record.path, record.links) for record in corpus.records())
         )
+        corpus.keep_links(unkept)
         self._generation = corpus.generation
 
     @property
