@@ -206,6 +206,7 @@ def downgrade_to_version_1(file: Path) -> None:
             db.execute(f"DROP TABLE {table}")
         for table in ("note_labels_instances", "note_labels"):
             db.execute(f"DROP TABLE {table}")
+        db.execute("DROP INDEX passages_by_length")
         db.execute("ALTER TABLE passages DROP COLUMN length")
         db.execute("ALTER TABLE notes DROP COLUMN links")
         db.execute("PRAGMA user_version = 1")
