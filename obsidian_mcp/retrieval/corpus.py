@@ -258,6 +258,8 @@ class Corpus:
         self._reading_ahead = 0
         # Bumped on every change, so derived caches (the backlink map) know to rebuild.
         self.generation = 0
+        # Bumped when the notes listed change (not their texts): what resolves a link.
+        self.paths_generation = 0
 
     @property
     def store(self) -> IndexStore:
@@ -487,6 +489,8 @@ class Corpus:
         self._listed_writes = self._vault.writes
         stats = await self._vault.note_stats()
         self._listed_at = time.monotonic()
+        if stats.keys() != self._stats.keys():
+            self.paths_generation += 1
         self._stats = stats
         self._skipped = {path: stat for path, stat in self._skipped.items() if path in stats}
         if not self._loaded:

@@ -125,21 +125,34 @@ class Currency:
         self._links = links
         self._generation = -1
         self._claims: dict[str, list[Replacement]] = {}
+        # Each note's claims as written (link target, heading), kept with the record they
+        # were read from: a record changes only when its note does, so after an edit only
+        # that note's frontmatter is read again (all 10,000 were, 0.11 s before a question).
+        self._written: dict[str, tuple[NoteRecord, list[tuple[str, str]]]] = {}
+
+    def _claims_of(self, record: NoteRecord) -> list[tuple[str, str]]:
+        kept = self._written.get(record.path)
+        if kept is not None and kept[0] is record:
+            return kept[1]
+        yaml_text, _ = split_frontmatter(record.content)
+        if yaml_text is None or not _CLAIM_RE.search(yaml_text):
+            return []
+        dates = note_dates(record.parsed.frontmatter)
+        return [(link.target, link.heading) for link in dates.predecessors]
 
     def _refresh(self, corpus: Corpus) -> None:
         if corpus.generation == self._generation:
             return
         resolver = self._links.resolver_for(corpus)
         claims: dict[str, list[Replacement]] = {}
+        written: dict[str, tuple[NoteRecord, list[tuple[str, str]]]] = {}
         for record in corpus.records():
-            yaml_text, _ = split_frontmatter(record.content)
-            if yaml_text is None or not _CLAIM_RE.search(yaml_text):
-                continue
-            for link in note_dates(record.parsed.frontmatter).predecessors:
-                old = resolver.resolve(link.target, record.path)
+            written[record.path] = (record, self._claims_of(record))
+            for target, heading in written[record.path][1]:
+                old = resolver.resolve(target, record.path)
                 if old is not None and old != record.path:
-                    claims.setdefault(old, []).append(Replacement(record.path, link.heading))
-        self._claims = claims
+                    claims.setdefault(old, []).append(Replacement(record.path, heading))
+        self._claims, self._written = claims, written
         self._generation = corpus.generation
 
     def replacements(self, corpus: Corpus, path: str) -> list[Replacement]:
