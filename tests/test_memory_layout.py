@@ -187,7 +187,7 @@ async def test_a_superseded_fact_is_shown_only_on_request_marked_with_its_replac
     # The replacement was wrong: forgetting it makes the old fact current again.
     await one.forget(new.memory.id)
     assert [m.id for m in (await one.recall(query="Mira")).memories] == [old.memory.id]
-    with pytest.raises(InvalidArgument, match="no memory has"):
+    with pytest.raises(InvalidArgument, match="names '0nosuchid0000', which no memory has"):
         await one.remember("Mira moved again", ["mira"], supersedes=["0nosuchid0000"])
     with pytest.raises(InvalidArgument, match="was forgotten"):
         await one.remember("Mira moved again", ["mira"], supersedes=[new.memory.id])

@@ -50,9 +50,9 @@ def test_every_shown_id_names_its_memory_alone(ids: list[str], forgotten: set[in
         assert memory_id.endswith(ending)
         assert len(ending) >= SHORT_ID_CHARS or ending == memory_id
         assert index.ids_named(ending) == [memory_id], (memory_id, ending)
-        # No shorter ending of at least SHORT_ID_CHARS would do: it is the shortest.
+        # It is the shortest: one character less no longer names this memory alone.
         if len(ending) > SHORT_ID_CHARS:
-            assert len(index.ids_named(ending[1:])) != 1 or ending[1:] in ids
+            assert index.ids_named(ending[1:]) != [memory_id], (memory_id, ending)
 
 
 def test_short_ids_at_scale_are_mostly_five_characters() -> None:
@@ -87,11 +87,12 @@ async def test_forget_and_supersedes_take_the_ending_and_write_the_whole_id(
     assert f"replaces {shown}" in text
     forgotten = await store.forget(new.short_ids[new.memory.id])
     assert forgotten.id == new.memory.id
-    assert memory_entries(vault)[-1] == {
-        "id": new.memory.id,
-        "ts": memory_entries(vault)[-1]["ts"],
-        "forgotten": True,
-    }
+    tombstone = memory_entries(vault)[-1]
+    assert tombstone == {"id": new.memory.id, "ts": tombstone["ts"], "forgotten": True}
+    # A refusal names the id as it was given.
+    gone = new.short_ids[new.memory.id]
+    with pytest.raises(InvalidArgument, match=f"supersedes names '{gone}', which was forgotten"):
+        await store.remember("The ferry leaves at noon.", ["ferry"], "", supersedes=[gone])
     store.close()
 
 

@@ -468,17 +468,17 @@ class MemoryStore:
             record = index.latest(memory_id) if memory_id is not None else None
             if record is None:
                 raise InvalidArgument(
-                    f"supersedes names {memory_id!r}, which no memory has. Ids come from "
+                    f"supersedes names {given!r}, which no memory has. Ids come from "
                     "vault_remember and vault_recall; recall the outdated memory to get its id."
                 )
             if isinstance(record, Tombstone):
                 raise InvalidArgument(
-                    f"supersedes names {memory_id!r}, which was forgotten; leave it out."
+                    f"supersedes names {given!r}, which was forgotten; leave it out."
                 )
             if record.scope != scope:
                 where = f"scope {record.scope!r}" if record.scope else "no scope (shared)"
                 raise InvalidArgument(
-                    f"supersedes names {memory_id!r}, a memory of {where}: a fact is replaced "
+                    f"supersedes names {given!r}, a memory of {where}: a fact is replaced "
                     f"within its scope, so that no one else loses it. Remember the new fact "
                     f"with scope={record.scope!r}"
                     + (" (or leave scope out)" if not record.scope else "")
