@@ -266,6 +266,27 @@ async def test_the_backlinks_of_a_built_index_need_no_parse_and_an_older_index_p
 
 
 @pytest.mark.anyio
+async def test_links_found_by_a_parse_are_kept_only_where_the_note_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    """Several processes share an index: links a process found in the note it holds are
+    not written over a newer version another process stored meanwhile."""
+    vault = linked_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path, index_embeddings=False)
+    await retriever.corpus.sync(read_all=True)
+    file = Path(retriever.corpus.store.path)
+    with sqlite3.connect(file) as db:
+        db.execute("UPDATE notes SET links = NULL")
+        # Another process stored a newer Hub.md (its hash no longer this process's).
+        db.execute("UPDATE notes SET content_hash = 'newer' WHERE path = 'Hub.md'")
+    retriever.corpus.keep_links(retriever.corpus.paths)
+    retriever.close()
+    with sqlite3.connect(file) as db:
+        unkept = [path for (path,) in db.execute("SELECT path FROM notes WHERE links IS NULL")]
+    assert unkept == ["Hub.md"]
+
+
+@pytest.mark.anyio
 async def test_a_version_1_index_upgrades_in_place_and_keeps_its_vectors(tmp_path: Path) -> None:
     vault = small_vault(tmp_path / "vault")
     first, _ = retriever_on(vault, tmp_path)

@@ -35,7 +35,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -619,12 +619,14 @@ class IndexStore:
             for path, mtime_ms, size, content, label_terms, backlinks, links in note_rows
         }
 
-    def put_links(self, links: Mapping[str, Sequence[LinkSpan]]) -> None:
-        """Keep the links of notes stored before the index kept them (found by a parse)."""
+    def put_links(self, links: Iterable[tuple[str, str, Sequence[LinkSpan]]]) -> None:
+        """Keep the links of notes stored before the index kept them, found by a parse of
+        (path, content, links): only where the stored note still has that content (another
+        process may have stored a newer one, with its own links)."""
         with self._write() as db:
             db.executemany(
-                "UPDATE notes SET links = ? WHERE path = ?",
-                [(json.dumps(spans), path) for path, spans in links.items()],
+                "UPDATE notes SET links = ? WHERE path = ? AND content_hash = ? AND links IS NULL",
+                [(json.dumps(spans), path, text_hash(content)) for path, content, spans in links],
             )
 
     def stored_stats(self) -> dict[str, tuple[int, int]]:

@@ -351,7 +351,11 @@ class Corpus:
     def keep_links(self, paths: Iterable[str]) -> None:
         """Store the links of these notes, which the index did not keep (stored before it
         did) and a parse has now found, so that no later process parses them for that."""
-        found = {path: record.links for path in paths if (record := self._notes.get(path))}
+        found = [
+            (path, record.content, record.links)
+            for path in paths
+            if (record := self._notes.get(path)) is not None
+        ]
         if found:
             self._store.put_links(found)
 
