@@ -415,11 +415,13 @@ class MemoryStore:
         stored: list[Memory] = []
         replaced: list[Memory] = []
         similar: list[Similar] = []
+        short_ids: dict[str, str] = {}
 
         def build(index: MemoryIndex) -> list[Record]:
             same = index.find_same(text, clean_tags, clean_scope)
             if same is not None and not replaced_ids:
                 stored.append(same)
+                short_ids.update(index.short_ids([same.id]))
                 return []
             replaced.extend(self._replaced(index, replaced_ids, clean_scope))
             whole_ids = tuple(old.id for old in replaced)
@@ -442,6 +444,11 @@ class MemoryStore:
                 whole_ids,
             )
             stored.append(memory)
+            # In the same look at the index: the new id's shortest unique ending among the
+            # others is the same once it is written.
+            short_ids.update(
+                index.short_ids([memory_id, *whole_ids, *(close.memory.id for close in similar)])
+            )
             return [memory]
 
         async with self._lock:
@@ -449,13 +456,12 @@ class MemoryStore:
         if written and vector is not None and embedder is not None:
             async with self._lock:
                 await self._keep_vectors(embedder.model_id, [content_hash(text)], vector)
-        shown = [stored[0], *replaced, *(close.memory for close in similar)]
         return Remembered(
             stored[0],
             created=bool(written),
             similar=similar,
             superseded=replaced,
-            short_ids=await self.short_ids(m.id for m in shown),
+            short_ids=short_ids,
         )
 
     @staticmethod
