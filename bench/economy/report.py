@@ -151,12 +151,19 @@ INSTRUCTIONS_TOKENS = 400
 MEMORY_ONLY_TOKENS = 800
 
 
-def _definitions_targets(economy: dict[str, Any]) -> list[Target]:
+def _measured_definitions(economy: dict[str, Any]) -> tuple[Definitions, Definitions] | None:
+    """Every tool's definitions and the memory family's alone, when the run measured them."""
     found = economy.get("definitions", {}).get("semantic")
     if found is None:
+        return None
+    return Definitions(**found), Definitions(**economy["memory_only_definitions"])
+
+
+def _definitions_targets(economy: dict[str, Any]) -> list[Target]:
+    measured = _measured_definitions(economy)
+    if measured is None:
         return []
-    every = Definitions(**found)
-    memory = Definitions(**economy["memory_only_definitions"])
+    every, memory = measured
     instructions = tokens_of(every.instructions)
     return [
         Target(
@@ -365,11 +372,10 @@ def _chars_tokens(characters: int | None) -> str:
 
 
 def _definitions_section(economy: dict[str, Any]) -> list[str]:
-    found = economy.get("definitions", {}).get("semantic")
-    if found is None:
+    measured = _measured_definitions(economy)
+    if measured is None:
         return []
-    after = Definitions(**found)
-    memory = Definitions(**economy["memory_only_definitions"])
+    after, memory = measured
     names = list(dict.fromkeys([*BEFORE.tools, *after.tools]))
     rows = [
         [f"`{name}`", _chars_tokens(BEFORE.tools.get(name)), _chars_tokens(after.tools.get(name))]

@@ -147,8 +147,9 @@ class Currency:
         claims: dict[str, list[Replacement]] = {}
         written: dict[str, tuple[NoteRecord, list[tuple[str, str]]]] = {}
         for record in corpus.records():
-            written[record.path] = (record, self._claims_of(record))
-            for target, heading in written[record.path][1]:
+            own = self._claims_of(record)
+            written[record.path] = (record, own)
+            for target, heading in own:
                 old = resolver.resolve(target, record.path)
                 if old is not None and old != record.path:
                     claims.setdefault(old, []).append(Replacement(record.path, heading))
