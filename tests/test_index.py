@@ -38,7 +38,7 @@ from obsidian_mcp.index.store import (
 from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import corpus as corpus_module
-from obsidian_mcp.retrieval.candidates import query_terms
+from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.sources.base import NoteData, TextSearchHit
@@ -336,6 +336,71 @@ async def test_only_changed_notes_are_reread_and_only_new_texts_embedded(tmp_pat
     assert store.stats().embedded_passages == embedded + 1
     text = await answer(retriever, "fish swimming beneath water plants")
     assert "Carp circle" in text
+    retriever.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("added", [1, INLINE_TEXTS + 1])
+async def test_a_question_after_an_edit_embeds_its_few_texts_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, added: int
+) -> None:
+    """An edit's few new texts are embedded by the question that finds them, which then
+    ranks by meaning from a complete index; the background build starts only for more
+    than INLINE_TEXTS (its thread held the interpreter through 0.8-1.2 s of a question at
+    10,000 notes)."""
+    vault = small_vault(tmp_path / "vault")
+    retriever, _ = retriever_on(vault, tmp_path, index_on_demand_passages=0)
+    await retriever.build_index()
+    assert retriever.builder is not None
+    starts: list[bool] = []
+    monkeypatch.setattr(retriever.builder, "start", lambda: starts.append(True))
+    rooms = "".join(
+        f"\n## Room {n}\n\nShelf {n} of the west room holds maps of coastal parishes.\n"
+        for n in range(added - 1)
+    )
+    (vault / "Library.md").write_text(
+        LIBRARY + "\nA walnut tree shades the reading room.\n" + rooms, encoding="utf-8"
+    )
+    await retriever.corpus.reread("Library.md")
+    sources = retriever.candidates
+    vectors = await sources.passage_vectors()
+    assert vectors is not None
+    left = sources.meaning_progress(vectors).texts_left
+    assert len(left) == added  # one text a passage here: each is a single window
+
+    text = await answer(retriever, "a big nut tree casting shade where people read")
+    if added <= INLINE_TEXTS:
+        assert starts == []
+        assert "walnut tree shades" in text
+        assert "meaning index:" not in text  # ranked from a complete index
+        assert not vectors.lacking(left)
+    else:
+        assert starts == [True]
+        assert "meaning index:" in text
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_the_meaning_progress_counted_from_the_last_is_the_progress_counted_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The progress after more vectors arrive is counted from the texts that lacked them
+    last time; that count equals one over every text, at each step of a build."""
+    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=3), tmp_path)
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    await retriever.corpus.sync(read_all=True)
+    sources = retriever.candidates
+    vectors = await sources.passage_vectors()
+    assert vectors is not None
+    every = sorted(retriever.corpus.text_hashes)
+    steps = [every[:0], every[:7], every[:40], every]
+    for done in steps:
+        await sources._embed_now(vectors, done)
+        counted_on = sources.meaning_progress(vectors)
+        afresh = CandidateSources(retriever.corpus, sources.semantic, sources.embedder, None)
+        assert afresh.meaning_progress(vectors) == counted_on
+    assert counted_on.complete and not counted_on.texts_left
     retriever.close()
 
 
@@ -1021,6 +1086,23 @@ def test_the_cycle_collector_is_off_during_loads_and_on_after_the_last() -> None
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_only_a_load_that_asks_freezes_what_it_built() -> None:
+    """A process's first load of its notes is frozen out of later full collections; a
+    query's small load is not (freezing it would keep its cyclic garbage for ever)."""
+
+    def frozen(row: object) -> bool:  # tracked, yet in no generation the collector walks
+        return gc.is_tracked(row) and id(row) not in {id(o) for o in gc.get_objects()}
+
+    with collector_paused():
+        small = ["row"]
+    assert not frozen(small)
+    with collector_paused(frozen_after=True):
+        loaded = ["passage"]
+    assert frozen(loaded)
+    gc.collect()
+    assert frozen(loaded)  # a full collection leaves it where it is
 
 
 class _Zeros:

@@ -22,7 +22,13 @@ from obsidian_mcp.index.smart_env import (
     split_block_key,
 )
 from obsidian_mcp.index.store import Codes, IndexStore, Note, PassageRow
-from obsidian_mcp.index.vectors import LOAD_BATCH, RANKED_FIRST, PassageVectors
+from obsidian_mcp.index.vectors import (
+    GROWTH,
+    LOAD_BATCH,
+    LOAD_HEADROOM,
+    RANKED_FIRST,
+    PassageVectors,
+)
 from obsidian_mcp.retrieval.corpus import (
     HEADING_WEIGHT,
     NAME_WEIGHT,
@@ -648,6 +654,28 @@ def test_passage_vectors_load_batch_after_batch_and_score_within_the_code_step()
     near = vectors.similarity(query, hashes)
     assert max(abs(near[h] - e) for h, e in zip(hashes, exact.tolist(), strict=True)) < 0.005
     assert next(iter(vectors.ranked(query)))[0] == hashes[-1]
+
+
+def test_a_loaded_index_takes_an_edits_vectors_without_copying_its_matrix() -> None:
+    """A first load leaves room for a tenth more rows, so an edit's new vectors go in
+    place; past the room the matrix grows by a quarter, not by double."""
+    rng = np.random.default_rng(13)
+    matrix = rng.standard_normal((1200, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store = IndexStore(":memory:")
+    store.put_vectors("m", [f"h{n}" for n in range(1000)], matrix[:1000])
+    vectors = PassageVectors("m", 16)
+    vectors.refresh(store)
+    loaded = vectors._codes
+    assert len(loaded) == 1000 + math.ceil(1000 * LOAD_HEADROOM)
+    store.put_vectors("m", [f"h{n}" for n in range(1000, 1100)], matrix[1000:1100])
+    assert vectors.refresh(store) == 100
+    assert vectors._codes is loaded  # no copy
+    store.put_vectors("m", [f"h{n}" for n in range(1100, 1200)], matrix[1100:])
+    assert vectors.refresh(store) == 100
+    assert len(vectors._codes) == math.ceil(len(loaded) * GROWTH)
+    ranked = list(vectors.ranked(matrix[1150]))
+    assert len(ranked) == 1200 and ranked[0][0] == "h1150"
 
 
 class RacingStore(IndexStore):

@@ -9,6 +9,7 @@ vault never holds up a query and a process that stops half-way loses one batch a
 """
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 
@@ -37,6 +38,15 @@ RANKED_FIRST = 512
 # Stored vectors read per look-up while loading (1.6 MB of codes): one SQLite query and
 # one join per batch, not per row.
 LOAD_BATCH = 4096
+# Room a first load leaves beside the stored rows, as a share of them: an edit's few new
+# vectors, and stale ones up to the share that prunes them (candidates.STALE_VECTORS_SHARE),
+# fit without a copy. Reserving only the stored rows, the first edit on a built
+# 10,000-note index copied the 61 MB matrix into one twice its size (136 ms of the
+# question after it, 61 MB more resident).
+LOAD_HEADROOM = 0.1
+# Growth past the room: by a quarter, so a build that loads batch by batch copies each
+# row a bounded number of times (linear) while the unused tail stays under a fifth.
+GROWTH = 1.25
 # Coded rows turned to float32 per matrix product when scoring: 4,096 rows (6 MB) took
 # 7.4 ms a query at 160,000 rows, 16,384 took 10.3 ms (cache-sized blocks; loaded machine).
 SCORE_BLOCK = 4096
@@ -71,7 +81,9 @@ class PassageVectors:
     def lacking(self, digests: Collection[str]) -> set[str]:
         """Those of the texts with no vector held."""
         with self._lock:
-            return set(digests).difference(self._rows)
+            rows = self._rows
+            # Twice as fast as set(digests).difference(rows) on 160,000 texts (no copy).
+            return {digest for digest in digests if digest not in rows}
 
     def refresh(self, store: IndexStore) -> int:
         """Take in the vectors stored since the last refresh; how many arrived."""
@@ -80,7 +92,8 @@ class PassageVectors:
         with self._lock, collector_paused():
             first_load = not self._hashes
             if first_load:  # room for every stored row at once
-                self._reserve(store.vector_count(self.model))
+                stored = store.vector_count(self.model)
+                self._reserve(stored + math.ceil(stored * LOAD_HEADROOM))
             arrived = 0
             while True:
                 seq, hashes, codes, scales = store.vectors_since(self.model, self._seq, LOAD_BATCH)
@@ -114,8 +127,7 @@ class PassageVectors:
         held = len(self._hashes)
         needed = held + len(hashes)
         if needed > len(self._scales):
-            # Capacity doubles, so loading a build batch by batch stays linear.
-            self._reserve(max(needed, 2 * len(self._scales)))
+            self._reserve(max(needed, math.ceil(GROWTH * len(self._scales))))
         self._codes[held:needed], self._scales[held:needed] = codes, scales
         self._rows.update(zip(hashes, range(held, needed), strict=True))
         self._hashes.extend(hashes)

@@ -11,7 +11,8 @@ What comes out is plain data (`Candidates`); fusion (`fusion.fuse`) orders it.
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -44,6 +45,13 @@ WHOLE_BLOCK_CHARS = 700
 # 1,122 passages took 22 s after the model loaded (`obsidian-mcp index`). A first query
 # waits for the build only when what is left fits its wait at this rate.
 PASSAGES_PER_SECOND = 50
+# A query embeds the texts left itself, rather than start the background build, when no
+# more than this many lack vectors and every note is read: an edit's few new passages.
+# The model embeds 73-80 of the build's texts a second on 2 cores (python -m
+# bench.speed.index, T_model), so 16 cost about 0.2 s. Through the build the question after
+# an edit took 0.8-1.2 s at 10,000 notes: the builder's thread, finding its work among
+# every text, held the interpreter while the query fetched, stored and ranked.
+INLINE_TEXTS = 16
 # How often a waiting query looks at the build's progress.
 _MEANING_POLL_SECONDS = 0.25
 # Vectors of texts no passage has any more are dropped once they are this share of the
@@ -104,6 +112,7 @@ class MeaningProgress:
     notes: int
     embedded_passages: int
     passages: int
+    texts_left: AbstractSet[str]  # of the notes read: their texts without a vector
 
     @property
     def complete(self) -> bool:
@@ -168,29 +177,33 @@ class CandidateSources:
         return self.vectors
 
     def meaning_progress(self, vectors: PassageVectors) -> MeaningProgress:
-        # Vectors are only ever added, and the corpus bumps its generation on every change.
+        # Vectors are only ever added (those pruned belong to no passage), and the corpus
+        # bumps its generation on every change.
         key = (self.corpus.generation, self.corpus.listed, len(vectors))
-        if self._progress is not None and self._progress[0] == key:
-            return self._progress[1]
-        notes = embedded_notes = passages = embedded_passages = 0
-        # The texts without a vector, in one set operation: checking each of 159,646 texts
-        # was 70 ms of a new process's first answer at 10,000 notes.
-        lacking = vectors.lacking(self.corpus.text_hashes)
-        for record in self.corpus.records():
-            done = (
-                sum(1 for chunk in record.chunks if lacking.isdisjoint(chunk.text_hashes))
-                if lacking
-                else len(record.chunks)
-            )
-            notes += 1
-            embedded_notes += done == len(record.chunks)
-            passages += len(record.chunks)
-            embedded_passages += done
+        last = self._progress
+        if last is not None and last[0] == key:
+            return last[1]
+        # The texts without a vector: of those lacking last time when the notes are the same
+        # (a build's progress, an edit's texts embedded), else of every text, in one pass;
+        # the passages that hold them from the corpus's map of texts. Checking each
+        # passage's texts was 70 ms of a new process's first answer at 10,000 notes, and
+        # 30 ms of every question after an edit.
+        if last is not None and last[0][:2] == key[:2]:
+            lacking = vectors.lacking(last[1].texts_left)
+        else:
+            lacking = vectors.lacking(self.corpus.text_hashes)
+        undone = self.corpus.chunks_of_texts(lacking)
+        undone_notes = len({self.corpus.chunk(chunk_id).path for chunk_id in undone})
+        notes, passages = self.corpus.note_count, self.corpus.passage_count
         # Notes not read yet count too (a passage each, until they are cut): the index is not
         # complete before they are read.
         unread = self.corpus.unread
         progress = MeaningProgress(
-            embedded_notes, notes + unread, embedded_passages, passages + unread
+            notes - undone_notes,
+            notes + unread,
+            passages - len(undone),
+            passages + unread,
+            lacking,
         )
         self._progress = (key, progress)
         return progress
@@ -234,10 +247,10 @@ class CandidateSources:
                 )
         return progress
 
-    async def _embed_now(self, vectors: PassageVectors, chunk_ids: Sequence[int]) -> None:
-        """Embed the texts of these passages that lack vectors now, ahead of the background
-        build, and store them (the build then skips them)."""
-        lacking = vectors.lacking({d for c in chunk_ids for d in self.corpus.chunk(c).text_hashes})
+    async def _embed_now(self, vectors: PassageVectors, digests: Collection[str]) -> None:
+        """Embed these texts that lack vectors now, ahead of the background build, and store
+        them (the build then skips them)."""
+        lacking = vectors.lacking(digests)
         if not lacking or self.embedder is None:
             return
         store = self.corpus.store
@@ -264,6 +277,13 @@ class CandidateSources:
         if vectors is None or self.embedder is None or self.builder is None:
             return None
         progress = self.meaning_progress(vectors)
+        if (
+            not progress.complete
+            and len(progress.texts_left) <= INLINE_TEXTS
+            and not self.corpus.unread
+        ):
+            await self._embed_now(vectors, progress.texts_left)
+            progress = self.meaning_progress(vectors)
         if not progress.complete:
             self.builder.start()
             progress = await self._wait_for_meaning(vectors, progress, wait, report)
@@ -286,7 +306,9 @@ class CandidateSources:
         vectors = self.vectors
         if vectors is None:
             return dense
-        await self._embed_now(vectors, chunk_ids)
+        await self._embed_now(
+            vectors, {d for c in chunk_ids for d in self.corpus.chunk(c).text_hashes}
+        )
         return DenseRanking(
             self._nearest(vectors, dense.query, prefix),
             dense.query,

@@ -384,6 +384,11 @@ class Corpus:
         """The passages one of whose embedded texts has this hash (a text may recur)."""
         return set(self._by_text.get(digest, ()))
 
+    def chunks_of_texts(self, digests: Iterable[str]) -> set[int]:
+        """The passages one of whose embedded texts has any of these hashes."""
+        by_text = self._by_text
+        return {chunk_id for digest in digests for chunk_id in by_text.get(digest, ())}
+
     def record(self, path: str) -> NoteRecord | None:
         """The note as of the last sync (None if it was not read or does not exist)."""
         return self._notes.get(path)
@@ -498,7 +503,7 @@ class Corpus:
         self._stats = stats
         self._skipped = {path: stat for path, stat in self._skipped.items() if path in stats}
         if not self._loaded:
-            with collector_paused():
+            with collector_paused(frozen_after=True):
                 stored = await anyio.to_thread.run_sync(self._store.load_notes)
                 self._loaded = True
                 self._take_stored(stored, stats)
