@@ -39,6 +39,7 @@ from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
+from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.sources.base import NoteData, TextSearchHit
@@ -401,6 +402,31 @@ async def test_the_meaning_progress_counted_from_the_last_is_the_progress_counte
         afresh = CandidateSources(retriever.corpus, sources.semantic, sources.embedder, None)
         assert afresh.meaning_progress(vectors) == counted_on
     assert counted_on.complete and not counted_on.texts_left
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_similar_notes_come_from_the_local_index_once_the_note_is_embedded(
+    tmp_path: Path,
+) -> None:
+    """vault_find_related's similar notes: nearest the note's meaning when the local index
+    holds its vectors (a paraphrase sharing no word is found), by its words before."""
+    vault = small_vault(tmp_path / "vault")
+    (vault / "Boatman.md").write_text(
+        "# Boatman\n\nThe oarsman will not row travellers over the water after dark.\n",
+        encoding="utf-8",
+    )
+    retriever, _ = retriever_on(vault, tmp_path)
+    await retriever.corpus.sync(read_all=True)
+    by_words = await find_related(retriever, "Ferry.md", limit=3)
+    assert by_words.similar_source.startswith("keywords")  # no vector yet: the build waits
+
+    await retriever.build_index()
+    by_meaning = await find_related(retriever, "Ferry.md", limit=3)
+    assert by_meaning.similar_source.startswith("meaning (the local passage index")
+    assert by_meaning.similar[0].path == "Boatman.md"
+    assert "Ferry.md" not in {n.path for n in by_meaning.similar}
+    assert all(n.why for n in by_meaning.similar)
     retriever.close()
 
 

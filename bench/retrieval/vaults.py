@@ -28,6 +28,7 @@ import contextlib
 import io
 import random
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from bench.shared.harness import (
     REPO_ROOT,
     Question,
     build_indexes,
+    copy_prebuilt,
     copy_vault,
     load_questions,
     markdown_table,
@@ -120,6 +122,40 @@ async def built_index_run(
             f"{dev_vault.name}, index built", recorder, semantic_step(recorder), questions
         )
     return traces, recall
+
+
+async def inside_run(
+    dev_vault: DevVault, questions: Sequence[Question], work: Path, inside: tuple[Path, Path]
+) -> tuple[list[Trace], Recall, int]:
+    """`built_index_run` with the vault's notes placed among a generated vault's (issue
+    38: each development vault inside 10,000 generated notes), in the same folders where
+    names meet (both have Characters/, Lore/, ...). The generated vault's index was built
+    elsewhere (`inside`: its parent folder and cache, as ``bench.speed.index --prebuilt``
+    takes them), so only the vault's own notes are embedded here. Also the notes
+    around it."""
+    where = work / dev_vault.name / "inside"
+    env = server_env(vault=where / "vault", config_dir=where / "config")
+    copy_prebuilt(*inside, where / "vault", env)
+    around = sum(1 for _ in (where / "vault").rglob("*.md"))
+    own = copy_vault(where / "own", vectors=False, source=dev_vault.vault)
+    for note in sorted(own.rglob("*")):
+        if note.is_file():
+            target = where / "vault" / note.relative_to(own)
+            if target.exists():
+                raise SystemExit(f"{target} is in both vaults: pick another generated vault")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(note, target)
+    build_indexes([env])
+    recall = await candidate_recall(env, questions)
+    async with stdio_session(env) as session:
+        recorder = Recorder(session.client)
+        traces, _ = await run_traced(
+            f"{dev_vault.name}, inside {around:,} notes",
+            recorder,
+            semantic_step(recorder),
+            questions,
+        )
+    return traces, recall, around
 
 
 # The first session: with the server's default; without the first-question wait, as a
@@ -267,6 +303,12 @@ def report(found: dict[str, Any]) -> str:
         "at all (`bench/retrieval/candidate_recall.py`)?",
         ceiling_table(found),
     ]
+    if found.get("inside"):
+        parts += [
+            "Each vault alone and inside a generated vault (`--inside`), built index, one run "
+            "each: issue 38 asks for the first response within 2 points.",
+            crowding_table(found),
+        ]
     if found["first_session"]:
         parts += [
             "First session: questions asked in the first minute on a cold copy, against the "
@@ -276,8 +318,73 @@ def report(found: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-async def run(vault: str | None = None, *, first_session: bool = True) -> dict[str, Any]:
-    """The figures of one development vault (by name) or of every one (None)."""
+def _shown_notes(text: str, own: set[str]) -> list[bool]:
+    """For each note a response shows (its groups, in order): whether it is one of `own`
+    (a group's heading starts with its path, then its title or facts)."""
+    return [
+        any(line[3:] == path or line[3:].startswith(path + " ") for path in own)
+        for line in text.splitlines()
+        if line.startswith("## ")
+    ]
+
+
+def crowding(
+    dev_vault: DevVault, alone: Sequence[Trace], inside: Sequence[Trace]
+) -> dict[str, Any]:
+    """Of the questions answered in the first response alone and not inside: how many, and
+    how many notes of the generated vault the first response inside showed in their place
+    (the top one and all)."""
+    own = {str(p.relative_to(dev_vault.vault)) for p in dev_vault.vault.rglob("*.md")}
+    among = {t.question: t for t in inside}
+    lost = [t.question for t in alone if t.hit_first and not among[t.question].hit_first]
+    gained = [t.question for t in alone if not t.hit_first and among[t.question].hit_first]
+    shown = {q: _shown_notes(among[q].texts[0], own) if among[q].texts else [] for q in lost}
+    return {
+        "lost": len(lost),
+        "gained": len(gained),
+        "generated_on_top": sorted(q for q, notes in shown.items() if notes and not notes[0]),
+        "generated_shown": sum(notes.count(False) for notes in shown.values()),
+        "notes_shown": sum(len(notes) for notes in shown.values()),
+    }
+
+
+def crowding_table(found: dict[str, Any]) -> str:
+    rows = [
+        [
+            name,
+            f"{c['alone_first']:.1f}%",
+            f"{c['inside_first']:.1f}%",
+            f"{c['inside_first'] - c['alone_first']:+.1f}",
+            c["lost"],
+            c["gained"],
+            len(c["generated_on_top"]),
+            f"{c['generated_shown']} of {c['notes_shown']}",
+        ]
+        for name, c in found["inside"].items()
+    ]
+    return markdown_table(
+        [
+            "vault",
+            "alone, first response (all questions)",
+            "inside, first response",
+            "points",
+            "lost inside",
+            "gained inside",
+            "lost: a generated note on top",
+            "lost: generated notes shown",
+        ],
+        rows,
+    )
+
+
+async def run(
+    vault: str | None = None,
+    *,
+    first_session: bool = True,
+    inside: tuple[Path, Path] | None = None,
+) -> dict[str, Any]:
+    """The figures of one development vault (by name) or of every one (None); with
+    `inside`, each also among a generated vault's notes (`inside_run`)."""
     chosen = [v for v in VAULTS if vault in (None, v.name)]
     results: dict[str, Any] = {
         "per_vault": {},
@@ -286,6 +393,7 @@ async def run(vault: str | None = None, *, first_session: bool = True) -> dict[s
         "candidate_recall": {},
         "categories": {},
         "splits": {},
+        "inside": {},
     }
     with tempfile.TemporaryDirectory(prefix="vaults-") as tmp:
         work = Path(tmp)
@@ -300,6 +408,20 @@ async def run(vault: str | None = None, *, first_session: bool = True) -> dict[s
             results["traces"][dev_vault.name] = {
                 t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
             }
+            if inside is not None:
+                among, among_recall, around = await inside_run(dev_vault, questions, work, inside)
+                name = f"{dev_vault.name}, inside {around:,} notes"
+                results["per_vault"][name] = by_slice(among, questions)
+                results["candidate_recall"][name] = among_recall
+                results["categories"][name] = results["categories"][dev_vault.name]
+                results["splits"][name] = results["splits"][dev_vault.name]
+                results["traces"][name] = {
+                    t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in among
+                }
+                results["inside"][name] = crowding(dev_vault, traces, among) | {
+                    "alone_first": figures(traces)["hit_first"],
+                    "inside_first": figures(among)["hit_first"],
+                }
             if not first_session or dev_vault.name != "ledgerline":
                 continue
             built = {t.question: t for t in traces}
@@ -332,10 +454,20 @@ def main(argv: list[str] | None = None) -> None:
         action="store_false",
         help="leave out the cold-start run on ledgerline",
     )
+    parser.add_argument(
+        "--inside",
+        nargs=2,
+        type=Path,
+        metavar=("PARENT", "CACHE"),
+        help="also run each vault among the notes of PARENT/vault, whose index is built in "
+        "the OBSIDIAN_CACHE_DIR CACHE (python -m bench.shared.generate_vault, then "
+        "obsidian-mcp index with that cache; as python -m bench.speed.index --prebuilt)",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    found = anyio.run(partial(run, args.vault, first_session=args.first_session))
+    inside = None if args.inside is None else (args.inside[0], args.inside[1])
+    found = anyio.run(partial(run, args.vault, first_session=args.first_session, inside=inside))
     found["seconds"] = time.perf_counter() - started
     print("\n" + report(found))
     path = save_results(args.out, "vaults", found)

@@ -35,51 +35,123 @@ from pathlib import Path
 
 MODEL_KEY = "bench/hashed-bow-384"
 DIMENSIONS = 384
-# fmt: off
-FOLDERS = ("Characters", "Places", "Sessions", "Lore", "Items", "Journal", "Projects", "Research",
-           "Archive", "Inbox",)
+
+
+@dataclass(frozen=True)
+class World:
+    """What a generated vault's notes are about: the words its templates are filled with."""
+
+    folders: tuple[str, ...]
+    adjectives: tuple[str, ...]
+    nouns: tuple[str, ...]
+    verbs: tuple[str, ...]
+    people: tuple[str, ...]
+    places: tuple[str, ...]
+    tags: tuple[str, ...]
+    sections: tuple[str, ...]
+    things: tuple[str, ...]
+    ordinals: tuple[str, ...]
+    animals: tuple[str, ...]
+    templates: tuple[str, ...]
+
+
 PER_SUBFOLDER = 250
-ADJECTIVES = ("amber", "ashen", "bitter", "brackish", "brass", "broken", "copper", "crooked",
-              "drowned", "dusty", "faded", "gilded", "grey", "hollow", "iron", "lantern-lit",
-              "lean", "misty", "narrow", "quiet", "rusted", "salt-stained", "silver", "sleepy",
-              "slow", "smoky", "sunken", "tallow", "tarred", "tidal", "waxen", "weathered",
-              "whispering", "wind-bent", "wooden",)
-NOUNS = ("anchor", "archive", "bell", "bridge", "candle", "cellar", "chapel", "chart", "compass",
-         "crossing", "dock", "ferry", "harbour", "hearth", "ledger", "lighthouse", "loft",
-         "market", "mill", "net", "orchard", "quay", "reef", "rope", "shrine", "stair", "tavern",
-         "tide", "tower", "warehouse", "well", "wharf", "wick",)
-VERBS = ("mended", "carried", "watched", "counted", "traded", "hid", "followed", "questioned",
-         "repaired", "sold", "painted", "measured", "lost", "found", "guarded", "sketched",
-         "borrowed", "returned", "burned", "opened",)
-PEOPLE = ("Alder", "Bram", "Cass", "Dunmore", "Edda", "Fenn", "Garrow", "Hesk", "Ilse", "Jory",
-          "Kell", "Lune", "Marra", "Nesk", "Orrin", "Pell", "Quill", "Rhea", "Sable", "Tamsin",
-          "Ulm", "Vesper", "Wren", "Yarrow",)
-PLACES = ("Vellmouth", "Greyhook", "Saltwick", "Caddow", "Marrowdown", "Wendwater", "Tallowgate",
-          "Fenhollow", "Brinecliff", "Ashmere", "Gullrock", "Lowfield",)
-TAGS = ("lore", "session", "character", "place", "item", "faction", "travel", "weather", "trade",
-        "craft", "history", "rumour", "debt", "festival",)
-SECTIONS = ("Overview", "Details", "History", "Notes", "Rumours", "Connections", "Timeline",
-            "Open questions", "Appearance", "Trade", "Dangers",)
-THINGS = ("key", "ledger", "lantern", "map", "ring", "flute", "knife", "compass", "coin", "seal",
-          "letter", "bell",)
-ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",)
-ANIMALS = ("heron", "gull", "otter", "crab", "eel", "owl", "fox", "hare", "seal", "cormorant",)
+# fmt: off
 SYLLABLES = ("var", "thal", "ish", "mon", "dre", "ka", "lus", "bel", "qui", "ros", "zen", "tor",
              "wyn", "fal", "gri", "oth", "pem", "sul", "dor", "aki", "nev", "jor", "lin",)
-# fmt: on
-
-TEMPLATES = (
-    "{person} {verb} the {adj} {noun} near {place} before the tide turned.",
-    "Nobody in {place} remembers who first {verb} the {noun}, but {person} claims it.",
-    "The {adj} {noun} is older than the {noun2} beside it, and twice as stubborn.",
-    "Every spring the people of {place} gather at the {noun} to trade {noun2} stories.",
-    "{person} keeps a {adj} {thing} in a tin, and will not say where it came from.",
-    "It is said that the {noun} at {place} {verb} itself once, in a storm.",
-    "A {adj} light hangs over the {noun} on the nights when {person} is away.",
-    "See also [[{link}]] for what happened at the {noun} afterwards.",
-    "The ledger lists {number} crates of {noun2} bound for {place}, none of them signed.",
-    "{person} and {person2} argued about the {adj} {noun} until the candles ran low.",
+ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",)
+# The fixture vault's own world: its places (Vellmouth, Greyhook, Caddow, ...), harbours,
+# ferries and ledgers. A development vault placed among these notes is among notes on its
+# own subjects, not unrelated ones (issue 38).
+HARBOUR = World(
+    folders=("Characters", "Places", "Sessions", "Lore", "Items", "Journal", "Projects",
+             "Research", "Archive", "Inbox",),
+    adjectives=("amber", "ashen", "bitter", "brackish", "brass", "broken", "copper", "crooked",
+                "drowned", "dusty", "faded", "gilded", "grey", "hollow", "iron", "lantern-lit",
+                "lean", "misty", "narrow", "quiet", "rusted", "salt-stained", "silver", "sleepy",
+                "slow", "smoky", "sunken", "tallow", "tarred", "tidal", "waxen", "weathered",
+                "whispering", "wind-bent", "wooden",),
+    nouns=("anchor", "archive", "bell", "bridge", "candle", "cellar", "chapel", "chart",
+           "compass", "crossing", "dock", "ferry", "harbour", "hearth", "ledger", "lighthouse",
+           "loft", "market", "mill", "net", "orchard", "quay", "reef", "rope", "shrine", "stair",
+           "tavern", "tide", "tower", "warehouse", "well", "wharf", "wick",),
+    verbs=("mended", "carried", "watched", "counted", "traded", "hid", "followed", "questioned",
+           "repaired", "sold", "painted", "measured", "lost", "found", "guarded", "sketched",
+           "borrowed", "returned", "burned", "opened",),
+    people=("Alder", "Bram", "Cass", "Dunmore", "Edda", "Fenn", "Garrow", "Hesk", "Ilse", "Jory",
+            "Kell", "Lune", "Marra", "Nesk", "Orrin", "Pell", "Quill", "Rhea", "Sable", "Tamsin",
+            "Ulm", "Vesper", "Wren", "Yarrow",),
+    places=("Vellmouth", "Greyhook", "Saltwick", "Caddow", "Marrowdown", "Wendwater",
+            "Tallowgate", "Fenhollow", "Brinecliff", "Ashmere", "Gullrock", "Lowfield",),
+    tags=("lore", "session", "character", "place", "item", "faction", "travel", "weather",
+          "trade", "craft", "history", "rumour", "debt", "festival",),
+    sections=("Overview", "Details", "History", "Notes", "Rumours", "Connections", "Timeline",
+              "Open questions", "Appearance", "Trade", "Dangers",),
+    things=("key", "ledger", "lantern", "map", "ring", "flute", "knife", "compass", "coin",
+            "seal", "letter", "bell",),
+    ordinals=ORDINALS,
+    animals=("heron", "gull", "otter", "crab", "eel", "owl", "fox", "hare", "seal", "cormorant",),
+    templates=(
+        "{person} {verb} the {adj} {noun} near {place} before the tide turned.",
+        "Nobody in {place} remembers who first {verb} the {noun}, but {person} claims it.",
+        "The {adj} {noun} is older than the {noun2} beside it, and twice as stubborn.",
+        "Every spring the people of {place} gather at the {noun} to trade {noun2} stories.",
+        "{person} keeps a {adj} {thing} in a tin, and will not say where it came from.",
+        "It is said that the {noun} at {place} {verb} itself once, in a storm.",
+        "A {adj} light hangs over the {noun} on the nights when {person} is away.",
+        "See also [[{link}]] for what happened at the {noun} afterwards.",
+        "The ledger lists {number} crates of {noun2} bound for {place}, none of them signed.",
+        "{person} and {person2} argued about the {adj} {noun} until the candles ran low.",
+    ),
 )
+# A household's garden and kitchen notes: no place, person or subject word of either
+# development vault (fixtures, ledgerline), so a vault placed among them is among notes on
+# other subjects, as a user's lore or project notes sit beside their everyday ones.
+GARDEN = World(
+    folders=("Garden", "Kitchen", "Recipes", "Pantry", "Seeds", "Planting", "Harvest",
+             "Shopping", "Repairs", "Household",),
+    adjectives=("crisp", "dried", "early", "fresh", "frosted", "ginger", "glazed", "leafy",
+                "mild", "peppery", "pickled", "potted", "raised", "ripe", "roasted", "seeded",
+                "shaded", "soaked", "sour", "spiced", "steamed", "sweet", "tangy", "tender",
+                "toasted", "trimmed", "warm", "watered", "wilted", "zesty",),
+    nouns=("apricot", "basil", "bean", "beet", "broccoli", "cabbage", "carrot", "chard",
+           "chive", "courgette", "cucumber", "fennel", "garlic", "greenhouse", "jam", "kale",
+           "leek", "lentil", "lettuce", "marrow", "mint", "mulch", "oregano", "parsnip", "pea",
+           "pepper", "plum", "potato", "pumpkin", "radish", "rhubarb", "seedling", "shallot",
+           "sorrel", "spinach", "squash", "thyme", "tomato", "turnip",),
+    verbs=("sowed", "pruned", "watered", "pickled", "roasted", "weeded", "harvested", "thinned",
+           "staked", "composted", "blanched", "froze", "simmered", "chopped", "potted",
+           "transplanted", "mulched", "dried", "preserved", "tasted",),
+    people=("Agnes", "Basil", "Cora", "Dilys", "Elsie", "Florence", "Gwen", "Hattie", "Ivy",
+            "Jean", "Lottie", "Mabel", "Nell", "Olive", "Peggy", "Rosa", "Sybil", "Trudy",
+            "Violet", "Winnie",),
+    places=("the allotment", "the back plot", "the cold frame", "the raised bed",
+            "the polytunnel", "the window box", "the herb spiral", "the south border",
+            "the compost bay", "the potting bench", "the patio tubs", "the fruit cage",),
+    tags=("garden", "kitchen", "recipe", "sowing", "harvest", "pests", "soil", "watering",
+          "preserving", "seeds", "shopping", "budget", "repairs", "weekly",),
+    sections=("Overview", "Sowing", "Care", "Harvest", "Recipe", "Method", "Ingredients",
+              "Problems", "Notes", "Next year", "Costs",),
+    things=("trowel", "colander", "sieve", "jar", "ladle", "whisk", "secateurs", "funnel",
+            "label", "twine", "dibber", "scoop",),
+    ordinals=ORDINALS,
+    animals=("slug", "snail", "aphid", "blackbird", "robin", "thrush", "ladybird", "bee",
+             "wasp", "hedgehog",),
+    templates=(
+        "{person} {verb} the {adj} {noun} in {place} after the first frost.",
+        "The {adj} {noun} did better in {place} than the {noun2} beside it this year.",
+        "{person} says the {noun} needs less water than the {noun2}, and is usually right.",
+        "Add the {adj} {noun} to the pan once the {noun2} has softened, then season.",
+        "{person} keeps a {adj} {thing} on the shelf by the back door for the {noun}.",
+        "Last week {person} {verb} {number} rows of {noun} along {place}.",
+        "See also [[{link}]] for how the {noun} was stored afterwards.",
+        "The shopping list has {number} packets of {noun2} seed and a new {thing}.",
+        "Cover the {noun} at night in {place}; the {noun2} can stay out until October.",
+        "{person} and {person2} disagree about when to pick the {adj} {noun}.",
+    ),
+)
+WORLDS = {"harbour": HARBOUR, "garden": GARDEN}
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -100,41 +172,44 @@ def _invented_name(rng: random.Random, taken: set[str]) -> str:
             return name
 
 
-def _sentence(rng: random.Random, titles: list[str]) -> str:
-    return rng.choice(TEMPLATES).format(
-        person=rng.choice(PEOPLE),
-        person2=rng.choice(PEOPLE),
-        verb=rng.choice(VERBS),
-        adj=rng.choice(ADJECTIVES),
-        noun=rng.choice(NOUNS),
-        noun2=rng.choice(NOUNS),
-        place=rng.choice(PLACES),
-        thing=rng.choice(THINGS),
+def _sentence(world: World, rng: random.Random, titles: list[str]) -> str:
+    return rng.choice(world.templates).format(
+        person=rng.choice(world.people),
+        person2=rng.choice(world.people),
+        verb=rng.choice(world.verbs),
+        adj=rng.choice(world.adjectives),
+        noun=rng.choice(world.nouns),
+        noun2=rng.choice(world.nouns),
+        place=rng.choice(world.places),
+        thing=rng.choice(world.things),
         link=rng.choice(titles),
         number=rng.randint(2, 90),
     )
 
 
-def _paragraph(rng: random.Random, titles: list[str]) -> str:
-    text = " ".join(_sentence(rng, titles) for _ in range(rng.randint(3, 5)))
+def _paragraph(world: World, rng: random.Random, titles: list[str]) -> str:
+    text = " ".join(_sentence(world, rng, titles) for _ in range(rng.randint(3, 5)))
     if rng.random() < 0.15:
-        text += f" #{rng.choice(TAGS)}"
+        text += f" #{rng.choice(world.tags)}"
     return text
 
 
-def _paths(count: int, rng: random.Random) -> tuple[list[str], list[str]]:
+def _paths(world: World, count: int, rng: random.Random) -> tuple[list[str], list[str]]:
     titles: list[str] = []
     seen: set[str] = set()
     for index in range(count):
-        title = f"{rng.choice(ADJECTIVES).capitalize()} {rng.choice(NOUNS).capitalize()}"
+        title = (
+            f"{rng.choice(world.adjectives).capitalize()} {rng.choice(world.nouns).capitalize()}"
+        )
         if title in seen:
             title = f"{title} {index}"
         seen.add(title)
         titles.append(title)
-    per_folder = math.ceil(count / len(FOLDERS))
+    folders = world.folders
+    per_folder = math.ceil(count / len(folders))
     paths: list[str] = []
     for index, title in enumerate(titles):
-        folder, position = FOLDERS[index % len(FOLDERS)], index // len(FOLDERS)
+        folder, position = folders[index % len(folders)], index // len(folders)
         if per_folder > PER_SUBFOLDER:
             folder += f"/Part {position // PER_SUBFOLDER + 1:02d}"
         paths.append(f"{folder}/{title}.md")
@@ -142,9 +217,14 @@ def _paths(count: int, rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def _note(
-    rng: random.Random, index: int, title: str, titles: list[str], planted: str | None
+    world: World,
+    rng: random.Random,
+    index: int,
+    title: str,
+    titles: list[str],
+    planted: str | None,
 ) -> str:
-    tags = sorted(set(rng.sample(TAGS, rng.randint(1, 3))))
+    tags = sorted(set(rng.sample(world.tags, rng.randint(1, 3))))
     day = 1 + index % 28
     month = 1 + (index // 28) % 12
     lines = [
@@ -154,14 +234,14 @@ def _note(
         "---",
         f"# {title}",
         "",
-        _paragraph(rng, titles),
+        _paragraph(world, rng, titles),
         "",
     ]
-    sections = rng.sample(SECTIONS, rng.randint(2, 4))
+    sections = rng.sample(world.sections, rng.randint(2, 4))
     plant_at = rng.randrange(len(sections))
     for number, heading in enumerate(sections):
         lines += [f"## {heading}", ""]
-        paragraphs = [_paragraph(rng, titles) for _ in range(rng.randint(1, 3))]
+        paragraphs = [_paragraph(world, rng, titles) for _ in range(rng.randint(1, 3))]
         if planted is not None and number == plant_at:
             paragraphs[-1] += " " + planted
         for paragraph in paragraphs:
@@ -228,12 +308,14 @@ def _write_vectors(vault: Path, notes: dict[str, str], out: Path, planted: list[
     (out / "query_vectors.jsonl").write_text("\n".join(rows) + "\n", "utf-8")
 
 
-def generate(out: Path, notes: int, *, seed: int = 7, vectors: bool = True) -> list[Planted]:
+def generate(
+    out: Path, notes: int, *, seed: int = 7, vectors: bool = True, world: World = HARBOUR
+) -> list[Planted]:
     """Write the vault under ``out`` and return its planted passages."""
     rng = random.Random(seed)
     vault = out / "vault"
     vault.mkdir(parents=True, exist_ok=True)
-    titles, paths = _paths(notes, rng)
+    titles, paths = _paths(world, notes, rng)
     count = max(5, min(50, notes // 100))
     step = max(1, notes // count)
     taken: set[str] = set()
@@ -242,11 +324,11 @@ def generate(out: Path, notes: int, *, seed: int = 7, vectors: bool = True) -> l
     for index, (title, path) in enumerate(zip(titles, paths, strict=True)):
         sentence = None
         if index % step == step // 2 and len(planted) < count:
-            person, thing = _invented_name(rng, taken), rng.choice(THINGS)
+            person, thing = _invented_name(rng, taken), rng.choice(world.things)
             gold = ""
             while not gold or gold in taken:
-                ordinal, noun = rng.choice(ORDINALS), rng.choice(NOUNS)
-                place, animal = rng.choice(PLACES), rng.choice(ANIMALS)
+                ordinal, noun = rng.choice(world.ordinals), rng.choice(world.nouns)
+                place, animal = rng.choice(world.places), rng.choice(world.animals)
                 gold = f"under the {ordinal} {noun} of {place}, by the sign of the {animal}"
             taken.add(gold)
             sentence = f"{person} hid the {thing} {gold}."
@@ -255,7 +337,7 @@ def generate(out: Path, notes: int, *, seed: int = 7, vectors: bool = True) -> l
                     f"p{len(planted) + 1:02d}", path, f"Where did {person} hide the {thing}?", gold
                 )
             )
-        content = _note(rng, index, title, titles, sentence)
+        content = _note(world, rng, index, title, titles, sentence)
         target = vault / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, "utf-8")
@@ -285,8 +367,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-vectors", action="store_true")
+    parser.add_argument(
+        "--world",
+        choices=sorted(WORLDS),
+        default="harbour",
+        help="what the notes are about: harbour (the fixture vault's own places and "
+        "subjects) or garden (neither development vault's)",
+    )
     args = parser.parse_args(argv)
-    planted = generate(args.out, args.notes, seed=args.seed, vectors=not args.no_vectors)
+    planted = generate(
+        args.out,
+        args.notes,
+        seed=args.seed,
+        vectors=not args.no_vectors,
+        world=WORLDS[args.world],
+    )
     print(f"{args.notes} notes, {len(planted)} planted passages -> {args.out / 'vault'}")
 
 

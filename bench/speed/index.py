@@ -66,6 +66,7 @@ from bench.shared.generate_vault import Planted, generate
 from bench.shared.harness import (
     OUT_DIR,
     KeywordPicker,
+    copy_prebuilt,
     markdown_table,
     median,
     percentile,
@@ -362,31 +363,15 @@ async def run_prebuilt(parent: Path, cache: Path, work: Path) -> tuple[float, li
     """Serve a copy of a vault and its index built elsewhere; (seconds to upgrade the
     copy's schema, the serve runs)."""
     vault = work / "prebuilt" / "vault"
-    shutil.copytree(parent / "vault", vault, copy_function=shutil.copy2)
+    config = work / "config-prebuilt"
+    upgrade = copy_prebuilt(parent, cache, vault, server_env(vault=vault, config_dir=config))
+    print(f"  upgrade of the prebuilt index: {upgrade:.2f} s", flush=True)
     rows = [
         json.loads(line)
         for line in (parent / "planted.jsonl").read_text("utf-8").split("\n")
         if line
     ]
     planted = [Planted(row["id"], row["gold_file"], row["question"], row["gold"]) for row in rows]
-    config = work / "config-prebuilt"
-    env = server_env(vault=vault, config_dir=config)
-    source = index_path(
-        Settings.model_validate({"vault_path": parent / "vault", "cache_dir": cache})
-    )
-    target = index_path(
-        Settings.model_validate({"vault_path": vault, "index_dir": env["OBSIDIAN_INDEX_DIR"]})
-    )
-    target.parent.mkdir(parents=True)
-    shutil.copy2(source, target)
-    started = time.perf_counter()
-    IndexStore(target).close()
-    upgrade = time.perf_counter() - started
-    print(f"  upgrade of {source.name}: {upgrade:.2f} s", flush=True)
-    # The copies are written back to disk before anything is timed: an index built in an
-    # earlier session is on disk, and the kernel flushing 450 MB of fresh copies slowed
-    # the first restart timed after them (2.47 s through the folder against 1.8 s).
-    os.sync()
     return upgrade, await serve_both(vault, config, len(list(vault.rglob("*.md"))), planted)
 
 

@@ -175,6 +175,18 @@ class PassageVectors:
         for row in rest:
             yield hashes[row], float(scores[row])
 
+    def centroid(self, digests: Collection[str]) -> Matrix | None:
+        """The unit-length mean of these texts' vectors (a note's, standing for the note);
+        None unless every one has a vector."""
+        with self._lock:
+            rows = [self._rows.get(digest) for digest in digests]
+            found = [row for row in rows if row is not None]
+            if not found or len(found) < len(rows):
+                return None
+            mean = (self._codes[found].astype(np.float32) * self._scales[found, None]).mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return None if norm == 0 else mean / norm
+
     def similarity(self, query: Matrix, digests: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query vector to those of the given texts that have one."""
         with self._lock:

@@ -8,9 +8,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from obsidian_mcp.errors import NoteNotFound, VaultError
+from obsidian_mcp.index.vectors import RANKED_FIRST
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.reading import read_named
-from obsidian_mcp.retrieval.corpus import NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.corpus import Chunk, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.links import is_attachment_target
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import normalise_hits
@@ -20,6 +21,10 @@ from obsidian_mcp.text.snippets import snippet_around
 WHY_CHARS = 160
 # Distinctive terms of a note that stand in for it as a keyword query.
 _PROFILE_TERMS = 12
+# Texts nearest a note's meaning looked through for its similar notes, at most: the first
+# RANKED_FIRST come without sorting the rest; a vault of near-copies of one note may need
+# more, and past this the list is shorter rather than slower.
+_NEAREST_TEXTS = 2 * RANKED_FIRST
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +138,9 @@ async def _similar(
             why = _shared(record, other, retriever) or "similar meaning (stored vectors)"
             neighbours.append(Neighbour(other.path, other.parsed.title, why, "summary", score))
         return neighbours[:limit], "stored Smart Connections vectors"
+    near = await _near_in_meaning(retriever, record, exclude, limit)
+    if near is not None:
+        return near, "meaning (the local passage index: the note's passages against every other)"
     scores = retriever.corpus.scores(_profile_terms(retriever, record))
     best: dict[str, tuple[float, int]] = {}
     for chunk_id, score in scores.items():
@@ -141,23 +149,57 @@ async def _similar(
             best[path] = (score, chunk_id)
     ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
     top = ranked[0][1][0] if ranked else 1.0
-    neighbours = []
-    for path, (score, chunk_id) in ranked:
-        other = retriever.corpus.record(path)
-        if other is None:
-            continue
-        shared = _shared(record, other, retriever)
-        chunk = retriever.corpus.chunk(chunk_id)
-        why, label = (
-            (shared, "summary")
-            if shared
-            else (
-                _quote(other, chunk.start, chunk.start),
-                "passage",
-            )
-        )
-        neighbours.append(Neighbour(path, other.parsed.title, why, label, round(score / top, 2)))
-    return neighbours, "keywords (the note's name, tags and most distinctive words)"
+    found = [
+        _neighbour(retriever, record, retriever.corpus.chunk(chunk_id), round(score / top, 2))
+        for _, (score, chunk_id) in ranked
+    ]
+    return [n for n in found if n is not None], (
+        "keywords (the note's name, tags and most distinctive words)"
+    )
+
+
+async def _near_in_meaning(
+    retriever: Retriever, record: NoteRecord, exclude: set[str], limit: int
+) -> list[Neighbour] | None:
+    """The notes whose passages come nearest the note's meaning (the mean of its passages'
+    vectors), each with its nearest passage; None while the local index lacks any of the
+    note's vectors, or is off. At 10,000 notes the keyword profile took 310-570 ms a call
+    (python -m bench.speed.index: its terms' postings, tens of thousands each); one pass
+    over the vectors takes about 10."""
+    vectors = await retriever.candidates.passage_vectors()
+    if vectors is None:
+        return None
+    centre = vectors.centroid([d for chunk in record.chunks for d in chunk.text_hashes])
+    if centre is None:
+        return None
+    corpus = retriever.corpus
+    best: dict[str, tuple[float, Chunk]] = {}
+    for seen, (digest, score) in enumerate(vectors.ranked(centre)):
+        if len(best) >= limit or seen >= _NEAREST_TEXTS:
+            break
+        for chunk_id in sorted(corpus.chunks_of_text(digest)):
+            chunk = corpus.chunk(chunk_id)
+            if chunk.path not in exclude:  # nearest first: a note's first is its best
+                best.setdefault(chunk.path, (score, chunk))
+    found = [
+        _neighbour(retriever, record, chunk, round(score, 2))
+        for score, chunk in list(best.values())[:limit]
+    ]
+    return [n for n in found if n is not None]
+
+
+def _neighbour(
+    retriever: Retriever, record: NoteRecord, chunk: Chunk, score: float
+) -> Neighbour | None:
+    """A similar note, by its passage `chunk`: why, what the two share, else that passage."""
+    other = retriever.corpus.record(chunk.path)
+    if other is None:
+        return None
+    shared = _shared(record, other, retriever)
+    if shared:
+        return Neighbour(other.path, other.parsed.title, shared, "summary", score)
+    why = _quote(other, chunk.start, chunk.start)
+    return Neighbour(other.path, other.parsed.title, why, "passage", score)
 
 
 async def _obsidian_backlinks(
