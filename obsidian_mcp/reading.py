@@ -4,7 +4,7 @@ match map, and the scratch note. Plain domain code: it returns data, the server 
 
 import contextlib
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -23,7 +23,7 @@ from obsidian_mcp.errors import InvalidArgument, NoteNotFound, NotText
 from obsidian_mcp.limits import PATH_EXCERPT_CHARS, excerpt
 from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
 from obsidian_mcp.retrieval.exact import check_query_terms
-from obsidian_mcp.sources.base import FileBytes, NoteData
+from obsidian_mcp.sources.base import FileBytes, NoteData, TextSearchHit
 from obsidian_mcp.text.markdown import (
     ParsedNote,
     Section,
@@ -370,7 +370,11 @@ class SearchMap:
     rows: tuple[MapRow, ...]
 
 
-async def search_map(vault: Vault, query: str, folder: str) -> SearchMap:
+async def search_map(
+    search: Callable[[str], Awaitable[list[TextSearchHit]]], query: str, folder: str
+) -> SearchMap:
+    """Match counts per folder and file under `folder`, of the notes `search` finds (the
+    vault's simple search: every word of the query in the text)."""
     words = list(dict.fromkeys(query.lower().split()))
     if not words:
         raise InvalidArgument("query is empty; give one or more words to look for.")
@@ -378,7 +382,7 @@ async def search_map(vault: Vault, query: str, folder: str) -> SearchMap:
     scope = normalize_vault_path(folder, folder=True)
     prefix = scope + "/" if scope else ""
     files: dict[str, int] = {}
-    for hit in await vault.search_text(query, context_length=0):
+    for hit in await search(query):
         # Plugins from 3.3 also match file names; the map counts what is in the text, so
         # every source and version gives the same counts.
         in_text = sum(1 for match in hit.matches if match.source == "content")

@@ -6,6 +6,7 @@ import contextvars
 import gc
 import logging
 import os
+import random
 import re
 import sqlite3
 import subprocess
@@ -427,6 +428,43 @@ async def test_similar_notes_come_from_the_local_index_once_the_note_is_embedded
     assert by_meaning.similar[0].path == "Boatman.md"
     assert "Ferry.md" not in {n.path for n in by_meaning.similar}
     assert all(n.why for n in by_meaning.similar)
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_folder_vaults_simple_search_from_the_index_finds_what_a_scan_finds(
+    tmp_path: Path,
+) -> None:
+    """vault_search_map on a folder vault searches the notes the index's trigrams name, in
+    memory; for any words it finds the same notes and matches as reading every file (the
+    words drawn from the vault's own text, cut short, cased otherwise, and words under
+    three characters that no trigram narrows), also after a note changes."""
+    vault = copy_fixture_vault(tmp_path / "vault")
+    retriever, folder = retriever_on(
+        vault, tmp_path, index_embeddings=False, index_refresh_seconds=0
+    )
+    await retriever.corpus.sync(read_all=True)
+    text = " ".join(record.parsed.content for record in retriever.corpus.records())
+    words = sorted(set(re.findall(r"[^\s]+", text)))
+    draw = random.Random(38)
+
+    def query() -> str:
+        picked = draw.sample(words, draw.randint(1, 3))
+        cut = [w[: draw.randint(1, len(w))] if draw.random() < 0.3 else w for w in picked]
+        return " ".join(w.upper() if draw.random() < 0.2 else w for w in cut)
+
+    def found(hits: Sequence[TextSearchHit]) -> dict[str, tuple[tuple[int, int], ...]]:
+        return {h.path: tuple((m.start, m.end) for m in h.matches) for h in hits}
+
+    queries = [query() for _ in range(60)] + ["a", "of the", "Mira lantern", "ÆØÅ", "zzqx"]
+    for words_asked in queries:
+        expected = found(await folder.search_text(words_asked, context_length=0))
+        assert found(await retriever.text_hits(words_asked)) == expected, words_asked
+    (vault / "Characters" / "Kettle.md").write_text("Quillwort grows by the kettle.\n")
+    bump_mtime(vault / "Characters" / "Kettle.md")
+    hits = found(await retriever.text_hits("quillwort"))
+    assert hits == found(await folder.search_text("quillwort", context_length=0))
+    assert list(hits) == ["Characters/Kettle.md"]
     retriever.close()
 
 

@@ -271,16 +271,12 @@ async def test_the_log_rotates_at_its_size_and_keeps_two_files(
     vault_copy: Path, tmp_path: Path
 ) -> None:
     settings = usage_settings(vault_copy, tmp_path, usage_log_max_bytes=3000)
-    servers = [build_server(settings), build_server(settings)]
-
-    async def talk(server: Any) -> None:
-        async with Client(server) as client:
-            for n in range(15):
+    # Two servers, one log, their calls taking turns: the rotated file and the new one
+    # hold both sessions' latest calls.
+    async with Client(build_server(settings)) as one, Client(build_server(settings)) as two:
+        for n in range(15):
+            for client in (one, two):
                 await client.call_tool("vault_search_map", {"query": f"compass harbour {n}"})
-
-    async with anyio.create_task_group() as both:  # two servers, one log
-        for server in servers:
-            both.start_soon(talk, server)
     logs = sorted(p.name for p in settings.usage_log_dir.iterdir() if "jsonl" in p.name)
     assert logs == [ROTATED_FILE, LOG_FILE]
     for name in logs:

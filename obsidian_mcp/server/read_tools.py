@@ -293,7 +293,7 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
             ctx,
             vault,
             folder,
-            lambda call: reading.search_map(call.services.vault, query, call.path),
+            lambda call: reading.search_map(call.services.retriever.text_hits, query, call.path),
         )
         result = merged_map(results_of(searched.found))
         returned(result)

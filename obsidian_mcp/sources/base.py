@@ -4,7 +4,8 @@ Paths given to a source are already normalised by `obsidian_mcp.paths.normalize_
 each source still refuses what only it can check (symlinks, for the folder).
 """
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -61,6 +62,25 @@ class TextSearchHit:
     # Context windows as the source returned them, keyed by match index; the folder source
     # has the content at hand and leaves this empty.
     contexts: Mapping[int, str]
+
+
+def word_patterns(query: str) -> list[re.Pattern[str]]:
+    """A simple search's words (split on spaces; case aside), as Obsidian's simple search
+    takes them."""
+    return [re.compile(re.escape(word), re.IGNORECASE) for word in query.lower().split()]
+
+
+def text_hit(path: str, content: str, patterns: Sequence[re.Pattern[str]]) -> TextSearchHit | None:
+    """The note's matches when its text holds every word, else None: the folder's scan and
+    the index's search of what it holds give the same hits."""
+    found = [
+        [TextMatch(m.start(), m.end()) for m in pattern.finditer(content)] for pattern in patterns
+    ]
+    if not all(found):
+        return None
+    return TextSearchHit(
+        path, tuple(sorted((m for group in found for m in group), key=lambda m: m.start)), {}
+    )
 
 
 class Source(Protocol):

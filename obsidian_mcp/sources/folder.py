@@ -8,7 +8,6 @@ import errno
 import fcntl
 import logging
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,14 @@ from obsidian_mcp.errors import (
 from obsidian_mcp.limits import excerpt
 from obsidian_mcp.paths import is_hidden, is_markdown
 from obsidian_mcp.sources import swap
-from obsidian_mcp.sources.base import FileBytes, FileStat, NoteData, TextMatch, TextSearchHit
+from obsidian_mcp.sources.base import (
+    FileBytes,
+    FileStat,
+    NoteData,
+    TextSearchHit,
+    text_hit,
+    word_patterns,
+)
 from obsidian_mcp.sources.recovery import PendingWrite, RecoveryLog, cut_short
 
 logger = logging.getLogger(__name__)
@@ -473,10 +479,9 @@ class FolderSource:
     # -- search ----------------------------------------------------------------------------
 
     def _search_text(self, query: str) -> list[TextSearchHit]:
-        words = [w.lower() for w in query.split()]
-        if not words:
+        patterns = word_patterns(query)
+        if not patterns:
             raise VaultError("The search query is empty; give one or more words.")
-        patterns = [re.compile(re.escape(w), re.IGNORECASE) for w in words]
         hits: list[TextSearchHit] = []
         for path, _ in self._walk():
             if not is_markdown(path):
@@ -488,13 +493,9 @@ class FolderSource:
                 content = self._read_text(path, self._root / path).content
             except (NotText, NotReadable, NoteNotFound, FileSystemFailure):
                 continue
-            found = [
-                [TextMatch(m.start(), m.end()) for m in pattern.finditer(content)]
-                for pattern in patterns
-            ]
-            if all(found):
-                matches = sorted((m for group in found for m in group), key=lambda m: m.start)
-                hits.append(TextSearchHit(path, tuple(matches), {}))
+            hit = text_hit(path, content, patterns)
+            if hit is not None:
+                hits.append(hit)
         return hits
 
     async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
