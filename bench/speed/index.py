@@ -40,7 +40,9 @@ With ``--prebuilt``, nothing is built: VAULT_PARENT holds ``vault/`` and
 ``OBSIDIAN_CACHE_DIR`` an ``obsidian-mcp index --vault VAULT_PARENT/vault`` filled. Both are
 copied to a temporary folder (modification times kept, the index file renamed for the
 copy's identity), never written; the copy is opened once to bring its schema up to date,
-timed apart as **upgrade**, then served as above.
+timed apart as **upgrade**, then served as above. ``--code DIR`` serves it with another
+checkout's server (``git worktree add DIR <commit>``): a before-and-after pair is two runs
+back to back on the same copies' source.
 
 Results go to ``bench/out/index-<time>.json`` and a markdown table is printed.
 """
@@ -65,6 +67,7 @@ import anyio.to_thread
 from bench.shared.generate_vault import Planted, generate
 from bench.shared.harness import (
     OUT_DIR,
+    REPO_ROOT,
     KeywordPicker,
     copy_prebuilt,
     markdown_table,
@@ -313,9 +316,10 @@ async def serve(
     source: str,
     probes: list[Probe],
     edit: Callable[[str, str], Awaitable[None]],
+    code: Path = REPO_ROOT,
 ) -> Serve:
     started = time.perf_counter()
-    async with stdio_session(env) as session:
+    async with stdio_session(env, repo=code) as session:
         first = await session.call(SEMANTIC, {"query": probes[0].planted.question})
         restart = time.perf_counter() - started
         warm: list[float] = []
@@ -359,24 +363,30 @@ async def run_size(notes: int, work: Path, embed_seconds: float) -> tuple[Build,
     return built, runs
 
 
-async def run_prebuilt(parent: Path, cache: Path, work: Path) -> tuple[float, list[Serve]]:
-    """Serve a copy of a vault and its index built elsewhere; (seconds to upgrade the
-    copy's schema, the serve runs)."""
+async def run_prebuilt(
+    parent: Path, cache: Path, work: Path, code: Path = REPO_ROOT
+) -> tuple[float, list[Serve]]:
+    """Serve a copy of a vault and its index built elsewhere, with the server of the
+    checkout `code`; (seconds to upgrade the copy's schema, the serve runs)."""
     vault = work / "prebuilt" / "vault"
     config = work / "config-prebuilt"
     upgrade = copy_prebuilt(parent, cache, vault, server_env(vault=vault, config_dir=config))
-    print(f"  upgrade of the prebuilt index: {upgrade:.2f} s", flush=True)
+    print(f"  upgrade of the prebuilt index: {upgrade:.2f} s; server of {code}", flush=True)
     rows = [
         json.loads(line)
         for line in (parent / "planted.jsonl").read_text("utf-8").split("\n")
         if line
     ]
     planted = [Planted(row["id"], row["gold_file"], row["question"], row["gold"]) for row in rows]
-    return upgrade, await serve_both(vault, config, len(list(vault.rglob("*.md"))), planted)
+    notes = len(list(vault.rglob("*.md")))
+    return upgrade, await serve_both(vault, config, notes, planted, code)
 
 
-async def serve_both(vault: Path, config: Path, notes: int, planted: list[Planted]) -> list[Serve]:
-    """A new server process on the built index through the folder, then the stand-in."""
+async def serve_both(
+    vault: Path, config: Path, notes: int, planted: list[Planted], code: Path = REPO_ROOT
+) -> list[Serve]:
+    """A new server process (of the checkout `code`) on the built index through the folder,
+    then the stand-in."""
     env = server_env(vault=vault, config_dir=config)
     picker = KeywordPicker(vault)
     probes = [Probe(p, picker.pick(p.question), n) for n, p in enumerate(planted)]
@@ -385,7 +395,7 @@ async def serve_both(vault: Path, config: Path, notes: int, planted: list[Plante
         target = vault / path
         target.write_text(target.read_text("utf-8") + f"\n\n{marker}\n", "utf-8")
 
-    runs = [await serve(env, notes, "folder", probes, edit_on_disk)]
+    runs = [await serve(env, notes, "folder", probes, edit_on_disk, code)]
     async with StandinProcess(vault, plugin_version="5.1.0", startup_timeout=300) as standin:
 
         async def edit_by_put(path: str, marker: str) -> None:
@@ -412,7 +422,7 @@ async def serve_both(vault: Path, config: Path, notes: int, planted: list[Plante
             listing.raise_for_status()
         print(f"  the stand-in's own first listing: {time.perf_counter() - started:.2f} s")
         rest_env = server_env(standin=standin, vault=vault, config_dir=config)
-        runs.append(await serve(rest_env, notes, "stand-in", probes, edit_by_put))
+        runs.append(await serve(rest_env, notes, "stand-in", probes, edit_by_put, code))
     for run in runs:
         print(f"  {run}", flush=True)
     return runs
@@ -592,14 +602,17 @@ async def keyword_only_sizes(sizes: list[int]) -> None:
 
 
 async def main_async(
-    sizes: list[int], embed_seconds: float, prebuilt: tuple[Path, Path] | None
+    sizes: list[int],
+    embed_seconds: float,
+    prebuilt: tuple[Path, Path] | None,
+    code: Path = REPO_ROOT,
 ) -> None:
     builds: list[Build] = []
     serves: list[Serve] = []
     upgrade: float | None = None
     with tempfile.TemporaryDirectory(prefix="index-bench-") as tmp:
         if prebuilt is not None:
-            upgrade, serves = await run_prebuilt(*prebuilt, Path(tmp))
+            upgrade, serves = await run_prebuilt(*prebuilt, Path(tmp), code)
         for notes in sizes if prebuilt is None else []:
             built, runs = await run_size(notes, Path(tmp), embed_seconds)
             builds.append(built)
@@ -640,6 +653,13 @@ def main(argv: list[str] | None = None) -> None:
         help="serve a copy of an already built vault and index instead of building",
     )
     parser.add_argument(
+        "--code",
+        type=Path,
+        default=REPO_ROOT,
+        help="with --prebuilt: serve with this checkout's server (a worktree of an earlier "
+        "commit, for a before-and-after pair)",
+    )
+    parser.add_argument(
         "--keyword-only",
         action="store_true",
         help="only the keyword-only build at each size (no model, no server)",
@@ -649,7 +669,7 @@ def main(argv: list[str] | None = None) -> None:
         anyio.run(keyword_only_sizes, args.notes)
         return
     prebuilt = None if args.prebuilt is None else (args.prebuilt[0], args.prebuilt[1])
-    anyio.run(main_async, args.notes, args.embed_seconds, prebuilt)
+    anyio.run(main_async, args.notes, args.embed_seconds, prebuilt, args.code)
 
 
 if __name__ == "__main__":
