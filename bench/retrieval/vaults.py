@@ -342,6 +342,8 @@ def crowding(
     return {
         "lost": len(lost),
         "gained": len(gained),
+        "lost_questions": sorted(lost),
+        "gained_questions": sorted(gained),
         "generated_on_top": sorted(q for q, notes in shown.items() if notes and not notes[0]),
         "generated_shown": sum(notes.count(False) for notes in shown.values()),
         "notes_shown": sum(len(notes) for notes in shown.values()),
