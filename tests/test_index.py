@@ -41,9 +41,9 @@ from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.related import find_related
-from obsidian_mcp.retrieval.search import Retriever
+from obsidian_mcp.retrieval.search import ACTIVE_SECONDS, Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
-from obsidian_mcp.sources.base import NoteData, TextSearchHit
+from obsidian_mcp.sources.base import FileStat, NoteData, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
 from tests.conftest import folder_settings, rest_settings
@@ -465,6 +465,61 @@ async def test_a_folder_vaults_simple_search_from_the_index_finds_what_a_scan_fi
     hits = found(await retriever.text_hits("quillwort"))
     assert hits == found(await folder.search_text("quillwort", context_length=0))
     assert list(hits) == ["Characters/Kettle.md"]
+    retriever.close()
+
+
+class ListingFolder(CountingFolder):
+    """The vault folder, counting its stat listings too."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.listings = 0
+
+    async def note_stats(self) -> dict[str, FileStat]:
+        self.listings += 1
+        return await super().note_stats()
+
+
+@pytest.mark.anyio
+async def test_while_a_session_asks_an_edit_is_taken_in_before_the_next_question(
+    tmp_path: Path,
+) -> None:
+    """The server lists the vault in the background while calls come, reads a note edited
+    outside it and embeds its new text before the next question; before any call, and
+    once calls stop, it lists nothing."""
+    vault = small_vault(tmp_path / "vault")
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=0.3
+    )
+    folder = ListingFolder(vault)
+    retriever = open_retriever(Vault(None, folder), settings, model_loader(settings))
+    await retriever.build_index()
+    retriever.corpus.asked_at = None  # the build is not a session's call
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.keep_current)
+        before = folder.listings
+        await anyio.sleep(1.0)
+        assert folder.listings == before  # no call yet: nothing listed
+
+        await answer(retriever, "tomatoes south wall")  # a session asks
+        (vault / "Library.md").write_text(LIBRARY + "\nA walnut tree shades the reading room.\n")
+        bump_mtime(vault / "Library.md")
+        await anyio.sleep(1.0)
+        record = retriever.corpus.record("Library.md")
+        assert record is not None and "walnut" in record.parsed.content
+        assert (
+            retriever.corpus.store.count_unembedded(retriever.corpus.store.stats().model or "") == 0
+        )
+        text = await answer(retriever, "a big nut tree casting shade where people read")
+        assert "walnut tree shades" in text
+
+        asked = retriever.corpus.asked_at
+        assert asked is not None
+        retriever.corpus.asked_at = asked - ACTIVE_SECONDS - 1  # the session has ended
+        listed = folder.listings
+        await anyio.sleep(1.0)
+        assert folder.listings == listed
+        background.cancel_scope.cancel()
     retriever.close()
 
 

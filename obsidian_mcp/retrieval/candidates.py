@@ -262,6 +262,25 @@ class CandidateSources:
         )
         await anyio.to_thread.run_sync(vectors.refresh, store)
 
+    async def _embed_a_few_left(self, vectors: PassageVectors) -> MeaningProgress:
+        """Embed the texts left now when they are no more than INLINE_TEXTS (an edit's);
+        the progress after."""
+        progress = self.meaning_progress(vectors)
+        if (
+            not progress.complete
+            and len(progress.texts_left) <= INLINE_TEXTS
+            and not self.corpus.unread
+        ):
+            await self._embed_now(vectors, progress.texts_left)
+            progress = self.meaning_progress(vectors)
+        return progress
+
+    async def embed_a_few_left(self) -> None:
+        """`_embed_a_few_left`, when the local index is on."""
+        vectors = await self.passage_vectors()
+        if vectors is not None:
+            await self._embed_a_few_left(vectors)
+
     async def dense_ranking(
         self,
         query: str,
@@ -276,14 +295,7 @@ class CandidateSources:
         vectors = await self.passage_vectors()
         if vectors is None or self.embedder is None or self.builder is None:
             return None
-        progress = self.meaning_progress(vectors)
-        if (
-            not progress.complete
-            and len(progress.texts_left) <= INLINE_TEXTS
-            and not self.corpus.unread
-        ):
-            await self._embed_now(vectors, progress.texts_left)
-            progress = self.meaning_progress(vectors)
+        progress = await self._embed_a_few_left(vectors)
         if not progress.complete:
             self.builder.start()
             progress = await self._wait_for_meaning(vectors, progress, wait, report)

@@ -238,6 +238,8 @@ class Corpus:
         # not tried again until it changes.
         self._skipped: dict[str, FileStat | None] = {}
         self._listed_at: float | None = None
+        # When a call last asked for the notes (`sync`; monotonic): a session is under way.
+        self.asked_at: float | None = None
         self._listed_writes = -1
         self._loaded = False
         # Held while listing or installing: short. Reading runs under its own lock, one
@@ -537,6 +539,7 @@ class Corpus:
         rather than queued behind the build's writes (at 50,000 notes later questions
         waited 7-11 s for them): what it would find is not final yet, and the answer says
         how much is read. A write through this server is always listed."""
+        self.asked_at = time.monotonic()
         own_write = self._vault.writes != self._listed_writes
         if self._listed_at is not None and self.reading and self._lock.locked() and not own_write:
             logger.debug("stat listing skipped: the first build is storing notes")
@@ -552,6 +555,15 @@ class Corpus:
         if read_all:
             with anyio.move_on_after(wait_seconds):
                 await self._read_missing(progress)
+
+    async def list_ahead(self) -> None:
+        """List the vault's stats now, ahead of the calls, and read what changed, unless a
+        first build is reading (it takes in what a listing finds)."""
+        if self.reading:
+            return
+        async with self._lock:
+            await self._list()
+        await self._read_missing(None)
 
     async def _read_missing(self, progress: ProgressCallback | None) -> None:
         waited = await self._take_reading(progress)

@@ -257,6 +257,7 @@ async def app_lifespan(
             async with anyio.create_task_group() as background:
                 for services in running:
                     background.start_soon(services.retriever.warm_up)
+                    background.start_soon(services.retriever.keep_current)
                     if settings.memory_meaning:
                         background.start_soon(services.memory.keep_meaning_current)
                     background.start_soon(services.memory.keep_view_current)
