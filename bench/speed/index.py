@@ -30,9 +30,9 @@ listing of every note's stat before, timed apart):
 - **warm**: median and p95 of ``vault_semantic_query`` over the planted questions (query
   embedding and the freshness check included; the stat listing runs at most every
   ``OBSIDIAN_INDEX_REFRESH_SECONDS``, default 2 s, and its cost is in the p95);
-- **edit**: one planted note rewritten (on disk for the folder, by REST PUT for the
+- **edit**: a planted note rewritten (on disk for the folder, by REST PUT for the
   stand-in), then the first query after the staleness bound: its time, and whether it
-  shows the new text;
+  shows the new text; ``EDIT_ROUNDS`` times, median and most;
 - the server's resident memory (VmRSS) after all that.
 
 With ``--prebuilt``, nothing is built: VAULT_PARENT holds ``vault/`` and
@@ -92,6 +92,9 @@ SEMANTIC = "vault_semantic_query"
 # Stat listings are at most this far apart (the server's default); an edit is looked for
 # by the first query after it.
 REFRESH_SECONDS = 2.0
+# Edits, each followed by the question that should show it: one sample said too little (a
+# background listing in flight, or not, when it came).
+EDIT_ROUNDS = 5
 # Texts the model embeds alone, of each kind, for T_model (issue 38: at least 2,000).
 MODEL_SAMPLE = 2000
 # Every tool's warm calls on the built index: at most this many, or until this many seconds.
@@ -164,8 +167,9 @@ class Serve:
     restart_first_line: str
     warm_median_ms: float
     warm_p95_ms: float
-    edit_ms: float
-    edit_used: bool
+    edit_ms: float  # median of EDIT_ROUNDS
+    edit_max_ms: float
+    edit_used: bool  # every round's answer showed its edit
     rss_mb: float
     # Every tool's first call in this process and its warm calls, after the above.
     tools: list[ToolTiming]
@@ -327,10 +331,15 @@ async def serve(
             question = probes[(n + 1) % len(probes)].planted.question
             result = await session.call(SEMANTIC, {"query": question})
             warm.append(1000 * result.seconds)
-        marker = f"Edited by the index benchmark {time.time_ns()}: the {notes} keys are brass."
-        await edit(probes[1].planted.path, marker)
-        await anyio.sleep(REFRESH_SECONDS)
-        after = await session.call(SEMANTIC, {"query": f"which keys are brass {notes}"})
+        after: list[float] = []
+        used = True
+        for _ in range(EDIT_ROUNDS):
+            marker = f"Edited by the index benchmark {time.time_ns()}: the {notes} keys are brass."
+            await edit(probes[1].planted.path, marker)
+            await anyio.sleep(REFRESH_SECONDS)
+            answer = await session.call(SEMANTIC, {"query": f"which keys are brass {notes}"})
+            after.append(1000 * answer.seconds)
+            used = used and marker.split(":")[0] in answer.text
         tools = await time_tools(session, notes, source, probes, TOOL_CALLS, TOOL_SECONDS)
         rss = server_rss_mb(env["OBSIDIAN_CONFIG_DIR"])
     return Serve(
@@ -341,8 +350,9 @@ async def serve(
         first.text.splitlines()[0][:160],
         median(warm),
         percentile(warm, 95),
-        1000 * after.seconds,
-        marker.split(":")[0] in after.text,
+        median(after),
+        max(after),
+        used,
         rss,
         tools,
     )
@@ -510,7 +520,7 @@ def report(builds: list[Build], serves: list[Serve]) -> str:
             "yes" if s.restart_hit else "no",
             f"{s.warm_median_ms:.0f}",
             f"{s.warm_p95_ms:.0f}",
-            f"{s.edit_ms:.0f}",
+            f"{s.edit_ms:.0f} / {s.edit_max_ms:.0f}",
             "yes" if s.edit_used else "no",
             f"{s.rss_mb:.0f}",
         ]
@@ -533,7 +543,7 @@ def report(builds: list[Build], serves: list[Serve]) -> str:
                     "planted hit",
                     "warm median ms",
                     "warm p95 ms",
-                    "query after an edit ms",
+                    f"query after an edit ms (median / most of {EDIT_ROUNDS})",
                     "edit used",
                     "RSS MB",
                 ],
