@@ -572,6 +572,38 @@ def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
 
 
 @pytest.mark.anyio
+async def test_the_unread_count_follows_listings_reads_and_skips(tmp_path: Path) -> None:
+    """`unread` is counted again only when something it depends on changes: at each step
+    it equals a fresh count of the stats not read and not skipped."""
+    for n in range(5):
+        (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
+    corpus = Corpus(
+        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
+    )
+
+    def fresh() -> int:
+        return len(corpus._missing())
+
+    await corpus.sync(read_all=False)
+    assert corpus.unread == fresh() == 5
+    await corpus.sync(read_all=True)
+    assert corpus.unread == fresh() == 0
+    (tmp_path / "new.md").write_text("A new note.\n")
+    (tmp_path / "odd.md").write_bytes(b"\x00\xff binary, not text")
+    await corpus.sync(read_all=False)
+    assert corpus.unread == fresh() == 2
+    await corpus.sync(read_all=True)  # odd.md is skipped: not text
+    assert corpus.unread == fresh() == 0
+    (tmp_path / "n0.md").unlink()
+    (tmp_path / "n1.md").write_text("Changed.\n")
+    os.utime(tmp_path / "n1.md", ns=(1, 1))
+    await corpus.sync(read_all=False)
+    assert corpus.unread == fresh() == 1
+    await corpus.sync(read_all=True)
+    assert corpus.unread == fresh() == 0
+
+
+@pytest.mark.anyio
 async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path) -> None:
     vault = copy_fixture_vault(tmp_path / "vault")
     corpus = Corpus(Vault(None, FolderSource(vault)), IndexStore(":memory:"), refresh_seconds=0)
