@@ -493,8 +493,7 @@ async def test_while_a_session_asks_an_edit_is_taken_in_before_the_next_question
     )
     folder = ListingFolder(vault)
     retriever = open_retriever(Vault(None, folder), settings, model_loader(settings))
-    await retriever.build_index()
-    retriever.corpus.asked_at = None  # the build is not a session's call
+    await retriever.build_index()  # a build is not a session's call
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.keep_current)
         before = folder.listings

@@ -538,6 +538,7 @@ class Corpus:
         read_all: bool,
         progress: ProgressCallback | None = None,
         wait_seconds: float = math.inf,
+        by_a_call: bool = True,
     ) -> None:
         """Bring the cache up to date with the vault's stats (listed at most every
         `refresh_seconds`); with `read_all`, read every note not yet indexed (a cold build
@@ -548,8 +549,12 @@ class Corpus:
         While a first build reads and stores a batch of notes, a listing due is skipped
         rather than queued behind the build's writes (at 50,000 notes later questions
         waited 7-11 s for them): what it would find is not final yet, and the answer says
-        how much is read. A write through this server is always listed."""
-        self.asked_at = time.monotonic()
+        how much is read. A write through this server is always listed.
+
+        `by_a_call`: a session's call asks (`asked_at`), not the server's own warm-up or a
+        build run from the command line."""
+        if by_a_call:
+            self.asked_at = time.monotonic()
         own_write = self._vault.writes != self._listed_writes
         if self._listed_at is not None and self.reading and self._lock.locked() and not own_write:
             logger.debug("stat listing skipped: the first build is storing notes")
