@@ -114,48 +114,48 @@ async def built_index_run(
         work / dev_vault.name / "built" / "vault", vectors=False, source=dev_vault.vault
     )
     env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
-    build_indexes([env])
-    recall = await candidate_recall(env, questions)
-    async with stdio_session(env) as session:
-        recorder = Recorder(session.client)
-        traces, _ = await run_traced(
-            f"{dev_vault.name}, index built", recorder, semantic_step(recorder), questions
-        )
-    return traces, recall
+    return await _questions_on_built_index(env, questions, f"{dev_vault.name}, index built")
 
 
 async def inside_run(
     dev_vault: DevVault, questions: Sequence[Question], work: Path, inside: tuple[Path, Path]
-) -> tuple[list[Trace], Recall, int]:
+) -> tuple[list[Trace], Recall, str]:
     """`built_index_run` with the vault's notes placed among a generated vault's (issue
     38: each development vault inside 10,000 generated notes), in the same folders where
-    names meet (both have Characters/, Lore/, ...). The generated vault's index was built
-    elsewhere (`inside`: its parent folder and cache, as ``bench.speed.index --prebuilt``
-    takes them), so only the vault's own notes are embedded here. Also the notes
-    around it."""
+    names meet (both have Characters/, Lore/, ...), and the run's name (with how many
+    notes the generated vault has). Its index was built elsewhere (`inside`: its parent
+    folder and cache, as ``bench.speed.index --prebuilt`` takes them), so only the
+    vault's own notes are embedded here."""
     where = work / dev_vault.name / "inside"
-    env = server_env(vault=where / "vault", config_dir=where / "config")
-    copy_prebuilt(*inside, where / "vault", env)
-    around = sum(1 for _ in (where / "vault").rglob("*.md"))
-    own = copy_vault(where / "own", vectors=False, source=dev_vault.vault)
-    for note in sorted(own.rglob("*")):
-        if note.is_file():
-            target = where / "vault" / note.relative_to(own)
-            if target.exists():
-                raise SystemExit(f"{target} is in both vaults: pick another generated vault")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(note, target)
+    vault = where / "vault"
+    env = server_env(vault=vault, config_dir=where / "config")
+    copy_prebuilt(*inside, vault, env)
+    around = sum(1 for _ in vault.rglob("*.md"))
+    for note in sorted(dev_vault.vault.rglob("*")):
+        relative = note.relative_to(dev_vault.vault)
+        if not note.is_file() or ".smart-env" in relative.parts:
+            continue  # as copy_vault(vectors=False) leaves it out
+        target = vault / relative
+        if target.exists():
+            raise SystemExit(f"{target} is in both vaults: pick another generated vault")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(note, target)
+    label = f"{dev_vault.name}, inside {around:,} notes"
+    traces, recall = await _questions_on_built_index(env, questions, label)
+    return traces, recall, label
+
+
+async def _questions_on_built_index(
+    env: dict[str, str], questions: Sequence[Question], label: str
+) -> tuple[list[Trace], Recall]:
+    """Build the index of the server of `env`, then each question's traces and the
+    candidate ceiling of each ranking on it."""
     build_indexes([env])
     recall = await candidate_recall(env, questions)
     async with stdio_session(env) as session:
         recorder = Recorder(session.client)
-        traces, _ = await run_traced(
-            f"{dev_vault.name}, inside {around:,} notes",
-            recorder,
-            semantic_step(recorder),
-            questions,
-        )
-    return traces, recall, around
+        traces, _ = await run_traced(label, recorder, semantic_step(recorder), questions)
+    return traces, recall
 
 
 # The first session: with the server's default; without the first-question wait, as a
@@ -403,23 +403,10 @@ async def run(
             questions = load_questions(dev_vault.questions)
             print(f"{dev_vault.name}: {len(questions)} questions", flush=True)
             traces, recall = await built_index_run(dev_vault, questions, work)
-            results["per_vault"][dev_vault.name] = by_slice(traces, questions)
-            results["candidate_recall"][dev_vault.name] = recall
-            results["categories"][dev_vault.name] = [q.category for q in questions]
-            results["splits"][dev_vault.name] = [q.split for q in questions]
-            results["traces"][dev_vault.name] = {
-                t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces
-            }
+            _record(results, dev_vault.name, questions, traces, recall)
             if inside is not None:
-                among, among_recall, around = await inside_run(dev_vault, questions, work, inside)
-                name = f"{dev_vault.name}, inside {around:,} notes"
-                results["per_vault"][name] = by_slice(among, questions)
-                results["candidate_recall"][name] = among_recall
-                results["categories"][name] = results["categories"][dev_vault.name]
-                results["splits"][name] = results["splits"][dev_vault.name]
-                results["traces"][name] = {
-                    t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in among
-                }
+                among, among_recall, name = await inside_run(dev_vault, questions, work, inside)
+                _record(results, name, questions, among, among_recall)
                 results["inside"][name] = crowding(dev_vault, traces, among) | {
                     "alone_first": figures(traces)["hit_first"],
                     "inside_first": figures(among)["hit_first"],
@@ -445,6 +432,21 @@ async def run(
                     },
                 }
     return results
+
+
+def _record(
+    results: dict[str, Any],
+    name: str,
+    questions: Sequence[Question],
+    traces: Sequence[Trace],
+    recall: Recall,
+) -> None:
+    """One run's figures, under `name`, in each table of `results`."""
+    results["per_vault"][name] = by_slice(traces, questions)
+    results["candidate_recall"][name] = recall
+    results["categories"][name] = [q.category for q in questions]
+    results["splits"][name] = [q.split for q in questions]
+    results["traces"][name] = {t.question: [t.hit_first, t.hit_two, t.first_tokens] for t in traces}
 
 
 def main(argv: list[str] | None = None) -> None:

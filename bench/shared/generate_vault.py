@@ -50,7 +50,6 @@ class World:
     tags: tuple[str, ...]
     sections: tuple[str, ...]
     things: tuple[str, ...]
-    ordinals: tuple[str, ...]
     animals: tuple[str, ...]
     templates: tuple[str, ...]
 
@@ -89,7 +88,6 @@ HARBOUR = World(
               "Open questions", "Appearance", "Trade", "Dangers",),
     things=("key", "ledger", "lantern", "map", "ring", "flute", "knife", "compass", "coin",
             "seal", "letter", "bell",),
-    ordinals=ORDINALS,
     animals=("heron", "gull", "otter", "crab", "eel", "owl", "fox", "hare", "seal", "cormorant",),
     templates=(
         "{person} {verb} the {adj} {noun} near {place} before the tide turned.",
@@ -134,7 +132,6 @@ GARDEN = World(
               "Problems", "Notes", "Next year", "Costs",),
     things=("trowel", "colander", "sieve", "jar", "ladle", "whisk", "secateurs", "funnel",
             "label", "twine", "dibber", "scoop",),
-    ordinals=ORDINALS,
     animals=("slug", "snail", "aphid", "blackbird", "robin", "thrush", "ladybird", "bee",
              "wasp", "hedgehog",),
     templates=(
@@ -327,7 +324,7 @@ def generate(
             person, thing = _invented_name(rng, taken), rng.choice(world.things)
             gold = ""
             while not gold or gold in taken:
-                ordinal, noun = rng.choice(world.ordinals), rng.choice(world.nouns)
+                ordinal, noun = rng.choice(ORDINALS), rng.choice(world.nouns)
                 place, animal = rng.choice(world.places), rng.choice(world.animals)
                 gold = f"under the {ordinal} {noun} of {place}, by the sign of the {animal}"
             taken.add(gold)
