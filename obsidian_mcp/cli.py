@@ -29,6 +29,7 @@ from obsidian_mcp.doctor import (
     store_certificate,
 )
 from obsidian_mcp.errors import VaultError
+from obsidian_mcp.index.bulk import freeze_first_loads
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.memory.model import Tombstone, encode
@@ -448,6 +449,7 @@ def _serve(
 
     if problem is not None:
         logger.error("invalid settings, every call will say so: %s", problem)
+    freeze_first_loads()  # this process serves until it exits
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     if not args.http:
         server.run()

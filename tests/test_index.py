@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
-from obsidian_mcp.index.bulk import collector_paused
+from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
@@ -1206,21 +1206,30 @@ def test_the_cycle_collector_is_off_during_loads_and_on_after_the_last() -> None
         gc.enable()
 
 
-def test_only_a_load_that_asks_freezes_what_it_built() -> None:
-    """A process's first load of its notes is frozen out of later full collections; a
-    query's small load is not (freezing it would keep its cyclic garbage for ever)."""
+def test_only_a_load_that_asks_freezes_what_it_built_in_a_serving_process() -> None:
+    """A server process's first load of its notes is frozen out of later full collections;
+    a query's small load is not (freezing it would keep its cyclic garbage for ever), and
+    a process that is not a server (this one, a library user) freezes nothing."""
 
     def frozen(row: object) -> bool:  # tracked, yet in no generation the collector walks
         return gc.is_tracked(row) and id(row) not in {id(o) for o in gc.get_objects()}
 
-    with collector_paused():
-        small = ["row"]
-    assert not frozen(small)
     with collector_paused(frozen_after=True):
-        loaded = ["passage"]
-    assert frozen(loaded)
-    gc.collect()
-    assert frozen(loaded)  # a full collection leaves it where it is
+        not_serving = ["passage"]
+    assert not frozen(not_serving)
+    freeze_first_loads()
+    try:
+        with collector_paused():
+            small = ["row"]
+        assert not frozen(small)
+        with collector_paused(frozen_after=True):
+            loaded = ["passage"]
+        assert frozen(loaded)
+        gc.collect()
+        assert frozen(loaded)  # a full collection leaves it where it is
+    finally:
+        freeze_first_loads(False)
+        gc.unfreeze()  # the rest of the test process as it was
 
 
 class _Zeros:

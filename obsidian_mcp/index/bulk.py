@@ -8,13 +8,18 @@ was 0.25 s of the 0.73 s the notes took to load (python -m bench.speed.index --p
 The collector is off while a load runs, in whichever thread, and on again when the last
 load ends. It only finds reference cycles, and loads make none.
 
-What a process's first load of the notes builds lives as long as the process, so it is then
-frozen (`gc.freeze`, `frozen_after=True`): a full collection no longer walks it. One still
-ran every few stat listings at 10,000 notes, 146 ms inside a question asked after an edit
-(a quarter of the questions after an edit took 0.37-0.46 s instead of 0.22). Only that
-load freezes: freezing takes in every object alive at the moment, and cyclic garbage
+What a server process's first load of the notes builds lives as long as the process, so
+it is then frozen (`gc.freeze`, `frozen_after=True`): a full collection no longer walks it.
+One still ran every few stat listings at 10,000 notes, 146 ms inside a question asked after
+an edit (a quarter of the questions after an edit took 0.37-0.46 s instead of 0.22). Only
+that load freezes: freezing takes in every object alive at the moment, and cyclic garbage
 frozen is never collected, so freezing after every query's small load would leak. A note's
 records are replaced whole on an edit and freed by their counts.
+
+Freezing is the whole process's business: frozen objects are out of `gc.get_referrers`
+too (Hypothesis's check of a registered random generator failed in the test process after
+a server ran in it). So only a process that is a server for its whole life turns it on
+(`freeze_first_loads`, from `obsidian-mcp serve`); a library user or a test process does not.
 """
 
 import gc
@@ -25,6 +30,14 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _loads = 0
 _collector_was_on = False
+_freezing = False
+
+
+def freeze_first_loads(on: bool = True) -> None:
+    """Let `collector_paused(frozen_after=True)` freeze what its load built (this process
+    serves for its whole life), or not."""
+    global _freezing
+    _freezing = on
 
 
 @contextmanager
@@ -39,7 +52,7 @@ def collector_paused(*, frozen_after: bool = False) -> Generator[None]:
         yield
     finally:
         with _lock:
-            if frozen_after:
+            if frozen_after and _freezing:
                 gc.freeze()
             _loads -= 1
             if _loads == 0 and _collector_was_on:
