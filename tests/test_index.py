@@ -24,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
@@ -211,6 +212,7 @@ def downgrade_to_version_1(file: Path) -> None:
         db.execute("DROP INDEX passages_by_length")
         db.execute("ALTER TABLE passages DROP COLUMN length")
         db.execute("ALTER TABLE notes DROP COLUMN links")
+        db.execute("DROP TABLE vector_snapshots")
         db.execute("PRAGMA user_version = 1")
 
 
@@ -317,6 +319,35 @@ async def test_a_version_1_index_upgrades_in_place_and_keeps_its_vectors(tmp_pat
             "SELECT count(*) FROM passage_vectors WHERE scale IS NOT NULL AND length(vector) = 384"
         ).fetchone()[0]
         assert coded == db.execute("SELECT count(*) FROM passage_vectors").fetchone()[0] > 0
+
+
+@pytest.mark.anyio
+async def test_a_build_leaves_a_snapshot_of_its_vectors_and_an_older_index_gains_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process reads a built index's vectors from one row (`save_vector_snapshot`):
+    the build writes it when it ends, and an index built before gains it on opening."""
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 1)  # the vault is small
+    vault = small_vault(tmp_path / "vault")
+    first, _ = retriever_on(vault, tmp_path)
+    await first.build_index()
+    store = first.corpus.store
+    model = store.stats().model or ""
+    file = Path(store.path)
+    with sqlite3.connect(file) as db:
+        stored = sorted(digest for (digest,) in db.execute("SELECT text_hash FROM passage_vectors"))
+    snapshot = store.vector_snapshot(model)
+    assert snapshot is not None and sorted(snapshot[1]) == stored
+    first.close()
+    with sqlite3.connect(file) as db:
+        db.execute("DROP TABLE vector_snapshots")
+        db.execute("PRAGMA user_version = 5")
+    again, folder = retriever_on(vault, tmp_path)
+    snapshot = again.corpus.store.vector_snapshot(model)
+    assert snapshot is not None and sorted(snapshot[1]) == stored
+    assert first_group(await answer(again, PARAPHRASE)).startswith("## Ferry.md")
+    assert folder.reads == []
+    again.close()
 
 
 @pytest.mark.anyio

@@ -3,6 +3,7 @@ custom-route shapes, exact matching, link resolution and the corpus cache."""
 
 import contextlib
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -13,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.index.smart_env import (
     load_vectors,
@@ -504,9 +508,7 @@ def test_backlink_map_skips_attachments_and_self_links() -> None:
 async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# A\n\nThe lamp was lit.\n")
     (tmp_path / "b.md").write_text("# B\n\nThe eels were fed.\n")
-    corpus = Corpus(
-        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
-    )
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
     await corpus.sync(read_all=True)
     assert set(corpus.paths) == {"a.md", "b.md"}
     before_b = corpus.record("b.md")
@@ -577,9 +579,7 @@ async def test_the_unread_count_follows_listings_reads_and_skips(tmp_path: Path)
     it equals a fresh count of the stats not read and not skipped."""
     for n in range(5):
         (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
-    corpus = Corpus(
-        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
-    )
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
 
     def fresh() -> int:
         return len(corpus._missing())
@@ -624,9 +624,7 @@ async def test_fts5_keyword_scores_are_the_in_memory_index_scores(tmp_path: Path
 async def test_corpus_reports_progress_on_a_cold_build(tmp_path: Path) -> None:
     for n in range(30):
         (tmp_path / f"n{n}.md").write_text(f"Note {n}.\n")
-    corpus = Corpus(
-        Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0
-    )
+    corpus = Corpus(Vault(None, FolderSource(tmp_path)), IndexStore(":memory:"), refresh_seconds=0)
     seen: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -805,3 +803,129 @@ def test_a_vector_stored_after_the_newest_were_pruned_is_taken_in() -> None:
     store.put_vectors("m", ["h3"], matrix[3:])
     assert vectors.refresh(store) == 1
     assert next(iter(vectors.ranked(matrix[3])))[0] == "h3"
+
+
+# -- the vectors' snapshot: a new process takes in what the rows hold --------------------
+
+_SNAPSHOT_DIMS = 8
+
+
+def _snapshot_note(path: str, texts: list[str]) -> Note[PassageRow]:
+    """A note of one passage whose embedded texts are `texts`."""
+    passage = PassageRow(("Top",), 0, 1, ("word",), (), tuple(texts))
+    return Note(path, 1, 1, "x", (), None, (passage,))
+
+
+def _rows_as_stored(file: Path, model: str) -> dict[str, tuple[bytes, float]]:
+    with sqlite3.connect(file) as db:
+        return {
+            digest: (blob, scale)
+            for digest, blob, scale in db.execute(
+                "SELECT text_hash, vector, scale FROM passage_vectors WHERE model = ?", (model,)
+            )
+        }
+
+
+def _held(vectors: PassageVectors) -> dict[str, tuple[bytes, float]]:
+    return {
+        digest: (vectors._codes[row].tobytes(), float(vectors._scales[row]))
+        for digest, row in vectors._rows.items()
+    }
+
+
+_snapshot_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("store"), st.integers(1, 9)),
+        st.tuples(st.just("snapshot"), st.just(0)),
+        st.tuples(st.just("delete"), st.integers(0, 5)),
+    ),
+    max_size=10,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_snapshot_steps)
+def test_law_a_new_process_holds_exactly_the_stored_vectors_snapshot_or_not(
+    tmp_path: Path, steps: list[tuple[str, int]]
+) -> None:
+    """The law of the vectors' snapshot: whatever was stored, snapshotted, deleted (its note
+    gone, its vectors pruned) and stored again in between, a new process takes in exactly
+    the vectors the rows hold, each with its stored codes and scale; and so does a process
+    that was running all along and refreshed after each step. It fails if the snapshot
+    misses a row stored before it, keeps a pruned one, or a load reads a row twice."""
+    rng = np.random.default_rng(len(steps))
+    file = tmp_path / f"law-{os.getpid()}-{rng.integers(1 << 40)}.sqlite3"
+    store = IndexStore(file)
+    running = PassageVectors("m", _SNAPSHOT_DIMS)
+    notes: list[str] = []
+    made = 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 3)  # small enough to be due
+        for step, size in steps:
+            if step == "store":
+                # Some texts again (a deleted note's, or a live one's: stored once per text).
+                texts = [f"text {made - n}" for n in range(size)]
+                made += 1
+                path = f"N{made}.md"
+                stored = store.put_notes([_snapshot_note(path, texts)])
+                notes.append(path)
+                hashes = list(dict.fromkeys(h for p in stored[path] for h in p.text_hashes))
+                matrix = rng.standard_normal((len(hashes), _SNAPSHOT_DIMS)).astype(np.float32)
+                store.put_vectors("m", hashes, matrix)
+            elif step == "snapshot":
+                store.save_vector_snapshot("m")
+            elif notes:
+                store.delete_notes([notes.pop(size % len(notes))])
+                store.prune_vectors()
+                running = PassageVectors("m", _SNAPSHOT_DIMS)  # it held the pruned rows
+            running.refresh(store)
+        fresh = PassageVectors("m", _SNAPSHOT_DIMS)
+        fresh.refresh(store)
+    expected = _rows_as_stored(file, "m")
+    assert _held(fresh) == expected
+    assert len(fresh) == len(expected)
+    assert _held(running) == expected
+    store.close()
+
+
+class RowCountingStore(IndexStore):
+    """An index that counts the vectors read row by row (not from a snapshot)."""
+
+    rows_read = 0
+
+    def vectors_since(
+        self, model: str, seq: int, limit: int
+    ) -> tuple[int, list[str], Codes | None, Matrix]:
+        found = super().vectors_since(model, seq, limit)
+        self.rows_read += len(found[1])
+        return found
+
+
+def test_a_snapshot_is_read_in_one_piece_and_a_damaged_one_set_aside(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = np.random.default_rng(19)
+    file = tmp_path / "index.sqlite3"
+    store = RowCountingStore(file)
+    count = store_module.SNAPSHOT_MIN_ROWS + 5
+    matrix = rng.standard_normal((count, _SNAPSHOT_DIMS)).astype(np.float32)
+    store.put_vectors("m", [f"h{n}" for n in range(count)], matrix)
+    assert store.save_vector_snapshot("m") == count
+    assert store.save_vector_snapshot("m") == 0  # nothing outside it: not due
+    store.put_vectors("m", ["after"], matrix[:1])
+    snapshot = store.vector_snapshot("m")
+    assert snapshot is not None and len(snapshot[1]) == count  # the newer row is not in it
+    vectors = PassageVectors("m", _SNAPSHOT_DIMS)
+    assert vectors.refresh(store) == count + 1
+    assert store.rows_read == 1  # only the row stored after the snapshot, one by one
+    assert _held(vectors) == _rows_as_stored(file, "m")
+    with sqlite3.connect(file) as db:
+        db.execute("UPDATE vector_snapshots SET scales = substr(scales, 5)")
+    again = PassageVectors("m", _SNAPSHOT_DIMS)
+    with caplog.at_level(logging.WARNING):
+        assert again.refresh(store) == count + 1
+    assert "vector snapshot of m is damaged" in caplog.text
+    assert _held(again) == _rows_as_stored(file, "m")
+    store.close()

@@ -90,17 +90,33 @@ class PassageVectors:
         # Queries refresh from worker threads: two at once would read the same new rows
         # and take them in twice (1 of 500 calls failed so under python -m bench.speed.http_load).
         with self._lock, collector_paused():
+            # A first load takes the model's snapshot (`IndexStore.save_vector_snapshot`),
+            # then the rows stored after it, which may hold a text it holds (pruned from the
+            # rows since, then embedded again).
             first_load = not self._hashes
-            if first_load:  # room for every stored row at once
-                stored = store.vector_count(self.model)
-                self._reserve(stored + math.ceil(stored * LOAD_HEADROOM))
-            arrived = 0
+            arrived = self._take_snapshot(store) if first_load else 0
+            known_possible = not first_load or arrived > 0
             while True:
                 seq, hashes, codes, scales = store.vectors_since(self.model, self._seq, LOAD_BATCH)
                 self._seq = seq
                 if codes is None:
                     return arrived
-                arrived += self._take_in(hashes, codes, scales, known_possible=not first_load)
+                arrived += self._take_in(hashes, codes, scales, known_possible=known_possible)
+
+    def _take_snapshot(self, store: IndexStore) -> int:
+        """Room for every stored row at once, then the rows of the model's snapshot, if it
+        has one; how many."""
+        snapshot = store.vector_snapshot(self.model)
+        through_seq = 0 if snapshot is None else snapshot[0]
+        stored = store.vector_count(self.model, after_seq=through_seq)
+        if snapshot is not None:
+            stored += len(snapshot[1])
+        self._reserve(stored + math.ceil(stored * LOAD_HEADROOM))
+        if snapshot is None:
+            return 0
+        _, hashes, codes, scales = snapshot
+        self._seq = through_seq
+        return self._take_in(hashes, codes, scales, known_possible=False)
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows in all (never less than is held)."""
@@ -293,6 +309,8 @@ class EmbeddingBuilder:
                     continue
                 after = after_these
                 done += self._embed(embedder, pending, on_batch)
+        if done and not self._stop.is_set():
+            self._store.save_vector_snapshot(embedder.model_id)
         return done
 
     def _embed(

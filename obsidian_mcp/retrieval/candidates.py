@@ -276,10 +276,12 @@ class CandidateSources:
         return progress
 
     async def embed_a_few_left(self) -> None:
-        """`_embed_a_few_left`, when the local index is on."""
+        """`_embed_a_few_left`, when the local index is on; then the vectors' snapshot is
+        written again if enough were stored outside it (an edit's few at a time)."""
         vectors = await self.passage_vectors()
         if vectors is not None:
             await self._embed_a_few_left(vectors)
+            await anyio.to_thread.run_sync(self.corpus.store.save_vector_snapshot, vectors.model)
 
     async def dense_ranking(
         self,
