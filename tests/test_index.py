@@ -513,11 +513,12 @@ class ListingFolder(CountingFolder):
 
 @pytest.mark.anyio
 async def test_while_a_session_asks_an_edit_is_taken_in_before_the_next_question(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The server lists the vault in the background while calls come, reads a note edited
-    outside it and embeds its new text before the next question; before any call, and
-    once calls stop, it lists nothing."""
+    outside it and embeds its new text before the next question, and writes the vectors'
+    snapshot again; before any call, and once calls stop, it lists nothing."""
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 1)  # the vault is small
     vault = small_vault(tmp_path / "vault")
     settings = folder_settings(
         vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=0.3
@@ -537,9 +538,13 @@ async def test_while_a_session_asks_an_edit_is_taken_in_before_the_next_question
         await anyio.sleep(1.0)
         record = retriever.corpus.record("Library.md")
         assert record is not None and "walnut" in record.parsed.content
-        assert (
-            retriever.corpus.store.count_unembedded(retriever.corpus.store.stats().model or "") == 0
-        )
+        store = retriever.corpus.store
+        model = store.stats().model or ""
+        assert store.count_unembedded(model) == 0
+        with sqlite3.connect(store.path) as db:
+            stored = {digest for (digest,) in db.execute("SELECT text_hash FROM passage_vectors")}
+        snapshot = store.vector_snapshot(model)
+        assert snapshot is not None and set(snapshot[1]) == stored  # the edit's text in it
         text = await answer(retriever, "a big nut tree casting shade where people read")
         assert "walnut tree shades" in text
 

@@ -277,11 +277,16 @@ class CandidateSources:
 
     async def embed_a_few_left(self) -> None:
         """`_embed_a_few_left`, when the local index is on; then the vectors' snapshot is
-        written again if enough were stored outside it (an edit's few at a time)."""
+        written again if enough were stored outside it (an edit's few at a time). Not while
+        the builder runs: it writes one when it ends, and each rewrite during a first build
+        would hold the index's writers up for up to a second (159,646 vectors)."""
         vectors = await self.passage_vectors()
         if vectors is not None:
             await self._embed_a_few_left(vectors)
-            await anyio.to_thread.run_sync(self.corpus.store.save_vector_snapshot, vectors.model)
+            if self.builder is None or not self.builder.running:
+                await anyio.to_thread.run_sync(
+                    self.corpus.store.save_vector_snapshot, vectors.model
+                )
 
     async def dense_ranking(
         self,
