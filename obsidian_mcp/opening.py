@@ -19,6 +19,7 @@ from obsidian_mcp.index.embedder import (
     ModelUnavailable,
     OnnxEmbedder,
     configured_model_files,
+    optimized_model_cache,
 )
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.store import IndexStore
@@ -96,7 +97,11 @@ def model_loader(settings: Settings) -> Callable[[], Embedder] | None:
         with _MODELS_LOCK:
             key = (files.onnx, settings.model_threads)
             if key not in _MODELS:
-                _MODELS[key] = OnnxEmbedder(files, threads=settings.model_threads)
+                _MODELS[key] = OnnxEmbedder(
+                    files,
+                    threads=settings.model_threads,
+                    optimized_cache=optimized_model_cache(settings),
+                )
             return _MODELS[key]
 
     return load

@@ -2,6 +2,8 @@
 settings without ever raising, and running off the event loop."""
 
 import importlib.util
+import logging
+import os
 import shutil
 import threading
 import time
@@ -22,8 +24,11 @@ from obsidian_mcp.index.embedder import (
     OnnxEmbedder,
     cached_model_folder,
     default_model_files,
+    folder_model_files,
     load_embedder,
+    optimized_model_cache,
 )
+from obsidian_mcp.index.optimized_model import CHECK_FILE, MODEL_FILE, WEIGHTS_FILE
 from obsidian_mcp.index.smart_blocks import block_text, note_text, read_vault
 from obsidian_mcp.index.smart_env import read_legacy
 from tests.fixture_vault import FIXTURE_VAULT, REPO_ROOT
@@ -86,10 +91,12 @@ def test_vectors_are_unit_length_in_input_order(embedder: OnnxEmbedder) -> None:
 
 
 def test_load_embedder_default(tmp_path: Path) -> None:
-    embedder, note = load_embedder(Settings(cache_dir=tmp_path))
+    settings = Settings(cache_dir=tmp_path)
+    embedder, note = load_embedder(settings)
     assert embedder is not None
     assert embedder.model_id == DEFAULT_MODEL_ID and embedder.dims == 384
     assert DEFAULT_MODEL_ID in note
+    assert embedder.loaded_from.is_relative_to(optimized_model_cache(settings))
 
 
 def model_folder(tmp_path: Path) -> Path:
@@ -154,6 +161,131 @@ def test_doctor_names_the_model_or_why_there_is_none(tmp_path: Path) -> None:
     broken = run_cli("doctor", env={**env, "OBSIDIAN_MODEL_PATH": str(tmp_path)})
     assert "[WARN] embedding model: none: search by meaning falls back to keywords" in broken.stdout
     assert "has no model.onnx or tokenizer.json" in broken.stdout
+
+
+# Texts of every kind the model meets: prose, markup, other scripts, an empty one, one
+# beyond the 256 pieces the model reads.
+VARIED_TEXTS = [
+    "Who keeps the lighthouse at Vellmouth?",
+    "eels",
+    "",
+    "# Harbour ledger\n- [ ] count the ships\n- [x] pay the pilot",
+    "```python\nprint('the lamp is lit')\n```",
+    "é ü 漢字 🚀 ложка",
+    "The harbour master kept a ledger of every ship that came in. " * 20,
+    "[[Vellmouth]] #lighthouse ^block-id",
+    "1234567890",
+    "a",
+]
+
+
+def embedding_calls() -> list[list[str]]:
+    """Each text alone, in batches of 4, and 32 at once: batches pad to their longest text."""
+    # The long text is left out of the 32: padded to its 256 pieces, they took seconds.
+    short = [text for text in VARIED_TEXTS if len(text) < 100]
+    thirty_two = [f"{text} {copy}" for copy in range(5) for text in short][:32]
+    alone = [[text] for text in VARIED_TEXTS]
+    return [*alone, *(VARIED_TEXTS[i : i + 4] for i in range(0, len(VARIED_TEXTS), 4)), thirty_two]
+
+
+@pytest.fixture(scope="module")
+def uncached_vectors() -> list[tuple[list[str], Matrix]]:
+    """The embedding calls and their vectors from the bundled model as it loads without a
+    cache of optimized copies."""
+    model = OnnxEmbedder(default_model_files())
+    return [(texts, model.embed(texts)) for texts in embedding_calls()]
+
+
+def assert_same_vectors(model: OnnxEmbedder, expected: list[tuple[list[str], Matrix]]) -> None:
+    for texts, vectors in expected:
+        assert float(np.abs(model.embed(texts) - vectors).max()) <= 1e-6, texts
+
+
+def cache_entry(cache: Path) -> Path:
+    """The one entry in a cache of optimized copies."""
+    (entry,) = [path for path in cache.iterdir() if not path.name.startswith(".")]
+    return entry
+
+
+def test_a_second_embedder_loads_the_optimized_copy_the_first_wrote(
+    tmp_path: Path, uncached_vectors: list[tuple[list[str], Matrix]]
+) -> None:
+    cache = tmp_path / "optimized"
+    first = OnnxEmbedder(default_model_files(), optimized_cache=cache)
+    entry = cache_entry(cache)
+    assert first.loaded_from == entry / MODEL_FILE
+    written = (entry / WEIGHTS_FILE).stat()
+    second = OnnxEmbedder(default_model_files(), optimized_cache=cache)
+    assert second.loaded_from == entry / MODEL_FILE
+    assert cache_entry(cache) == entry
+    assert (entry / WEIGHTS_FILE).stat().st_ino == written.st_ino  # read, not written again
+    assert_same_vectors(second, uncached_vectors)
+
+
+TAIL = 1 << 16
+
+
+@pytest.mark.parametrize(
+    ("damaged", "damage"),
+    [
+        (MODEL_FILE, "truncated"),
+        (WEIGHTS_FILE, "truncated"),
+        (CHECK_FILE, "truncated"),
+        # The last 64 KiB of weights as NaNs: the copy loads and runs, only its check fails.
+        (WEIGHTS_FILE, "garbled"),
+    ],
+)
+def test_a_damaged_optimized_copy_is_replaced(
+    tmp_path: Path,
+    uncached_vectors: list[tuple[list[str], Matrix]],
+    caplog: pytest.LogCaptureFixture,
+    damaged: str,
+    damage: str,
+) -> None:
+    cache = tmp_path / "optimized"
+    OnnxEmbedder(default_model_files(), optimized_cache=cache)
+    path = cache_entry(cache) / damaged
+    size = path.stat().st_size
+    tail = path.read_bytes()[-TAIL:]
+    if damage == "truncated":
+        os.truncate(path, size // 2)
+    else:
+        with path.open("r+b") as file:
+            file.seek(size - TAIL)
+            file.write(b"\xff" * TAIL)
+    with caplog.at_level(logging.WARNING):
+        model = OnnxEmbedder(default_model_files(), optimized_cache=cache)
+    assert f"the optimized model in {path.parent}" in caplog.text
+    assert model.loaded_from == path.parent / MODEL_FILE
+    assert path.stat().st_size == size and path.read_bytes()[-TAIL:] == tail
+    assert_same_vectors(model, uncached_vectors)
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_original_model(
+    tmp_path: Path, uncached_vectors: list[tuple[list[str], Matrix]]
+) -> None:
+    settings = Settings(cache_dir=tmp_path)
+    optimized_model_cache(settings).parent.mkdir(parents=True)
+    optimized_model_cache(settings).write_text("a file where the cache wants a folder")
+    model, note = load_embedder(settings)
+    assert model is not None, note
+    assert model.loaded_from == default_model_files().onnx
+    assert_same_vectors(model, uncached_vectors)
+
+
+def test_a_changed_model_file_gets_a_new_optimized_copy(tmp_path: Path) -> None:
+    """Another size or modification time means another model: its copy is written anew, and
+    the old one, which no start would load again, is deleted."""
+    folder = model_folder(tmp_path)
+    files = folder_model_files(folder)
+    cache = tmp_path / "optimized"
+    OnnxEmbedder(files, optimized_cache=cache)
+    old = cache_entry(cache)
+    changed = (folder / "model.onnx").stat().st_mtime_ns + 1_000_000_000
+    os.utime(folder / "model.onnx", ns=(changed, changed))
+    model = OnnxEmbedder(files, optimized_cache=cache)
+    new = cache_entry(cache)
+    assert new != old and model.loaded_from == new / MODEL_FILE
 
 
 class CountingEmbedder:

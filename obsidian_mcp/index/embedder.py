@@ -30,6 +30,7 @@ import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
 from tokenizers import Tokenizer
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index.optimized_model import optimized_session
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,9 @@ BATCH_SIZE = 32
 # times the slowest vault alone at p90 (python -m bench.retrieval.several_vaults) until the later
 # embeddings found the first. A handful covers the questions of one turn.
 RECENT_QUESTIONS = 16
+# The text the model embeds at load, to learn its dimensions and to check an optimized copy
+# against the original model.
+PROBE_TEXT = "dimension probe"
 _TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
 # A model folder holds these two files, and optionally MODEL_CONFIG: {"model_id": …,
 # "max_tokens": …} (written by `obsidian-mcp model fetch`).
@@ -123,6 +127,13 @@ def cached_model_folder(cache_dir: Path, name: str) -> Path:
     return cache_dir / "models" / name.replace("/", "--")
 
 
+def optimized_model_cache(settings: Settings) -> Path:
+    """Where optimized copies of the models are kept (optimized_model.py): under the
+    fetched models, in a folder no model name can take (a fetched name starts with a
+    letter or digit)."""
+    return settings.cache_dir / "models" / ".optimized"
+
+
 def configured_model_files(settings: Settings) -> ModelFiles:
     """The model the settings ask for: a folder, else a fetched model, else the bundled one."""
     if settings.model_path is not None:
@@ -161,7 +172,11 @@ def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
     except ModelUnavailable as exc:
         return None, str(exc)
     try:
-        embedder = OnnxEmbedder(files, threads=settings.model_threads)
+        embedder = OnnxEmbedder(
+            files,
+            threads=settings.model_threads,
+            optimized_cache=optimized_model_cache(settings),
+        )
     # ONNX Runtime and tokenizers raise their own untyped errors for a corrupt or foreign
     # file; any of them means "this model cannot be used", never "stop the server".
     except Exception as exc:
@@ -171,38 +186,65 @@ def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
             f"({type(exc).__name__}: {str(exc)[:160]}): replace its files, or unset "
             f"OBSIDIAN_MODEL_PATH / OBSIDIAN_MODEL to use the bundled {DEFAULT_MODEL_ID}"
         )
-    return embedder, f"{embedder.model_id} ({embedder.dims}-d, {files.onnx})"
+    where = str(files.onnx)
+    if embedder.loaded_from != files.onnx:
+        where += f", loaded from its optimized copy in {embedder.loaded_from.parent}"
+    return embedder, f"{embedder.model_id} ({embedder.dims}-d, {where})"
 
 
 class OnnxEmbedder:
     """A BERT-style ONNX model whose first output is the last hidden state."""
 
     def __init__(
-        self, files: ModelFiles, *, max_tokens: int | None = None, threads: int = 1
+        self,
+        files: ModelFiles,
+        *,
+        max_tokens: int | None = None,
+        threads: int = 1,
+        optimized_cache: Path | None = None,
     ) -> None:
-        """`max_tokens` defaults to the model's own (`files.max_tokens`)."""
-        options = cast(Any, ort.SessionOptions())  # pyright: ignore[reportUnknownMemberType]
-        # One intra-op thread: inference runs in a worker thread beside the event loop, and
-        # on a 2-core machine a second ONNX thread would take the loop's core.
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # Idle pool threads would spin waiting for work, burning the core the event loop
-        # and the other processes need; they sleep instead.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # No memory arena and no memory pattern: an arena keeps the peak of the largest batch
-        # for the life of the process. python -m bench.speed.embedding --threads 1 (calls of 4
-        # passages, as the build sends them): the process grows by 170 MB without, 208 MB
-        # with, at the same speed (59-61 passages per CPU-second either way); with calls of
-        # 128 passages the arena held 655 MB.
-        options.enable_cpu_mem_arena = False
-        options.enable_mem_pattern = False
-        self._session: Any = ort.InferenceSession(
-            str(files.onnx), options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = {str(i.name) for i in self._session.get_inputs()}
+        """`max_tokens` defaults to the model's own (`files.max_tokens`). With
+        `optimized_cache`, the model is loaded from an optimized copy kept there, written
+        first if missing (optimized_model.py), and from `files.onnx` if that fails."""
+
+        def session_options() -> Any:
+            options = cast(Any, ort.SessionOptions())  # pyright: ignore[reportUnknownMemberType]
+            # One intra-op thread: inference runs in a worker thread beside the event loop,
+            # and on a 2-core machine a second ONNX thread would take the loop's core.
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            # Idle pool threads would spin waiting for work, burning the core the event
+            # loop and the other processes need; they sleep instead.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # No memory arena and no memory pattern: an arena keeps the peak of the largest
+            # batch for the life of the process. python -m bench.speed.embedding --threads 1
+            # (calls of 4 passages, as the build sends them): the process grows by 170 MB
+            # without, 208 MB with, at the same speed (59-61 passages per CPU-second either
+            # way); with calls of 128 passages the arena held 655 MB.
+            options.enable_cpu_mem_arena = False
+            options.enable_mem_pattern = False
+            return options
+
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         self._tokenizer.enable_truncation(max_tokens or files.max_tokens)  # pyright: ignore[reportUnknownMemberType]
         self._tokenizer.no_padding()
+        probe_ids = [self._tokenizer.encode(PROBE_TEXT).ids]
+        opened = None
+        if optimized_cache is not None:
+            opened = optimized_session(
+                files.onnx,
+                optimized_cache,
+                session_options,
+                lambda session: _token_vectors(session, _input_names(session), probe_ids)[0],
+            )
+        if opened is None:
+            self._session: Any = ort.InferenceSession(
+                str(files.onnx), session_options(), providers=["CPUExecutionProvider"]
+            )
+            self._loaded_from = files.onnx
+        else:
+            self._session, self._loaded_from = opened
+        self._inputs = _input_names(self._session)
         self._model_id = files.model_id
         # ONNX Runtime sessions may run concurrently, but the tokenizer's settings are shared
         # state, and two batches at once would only fight over the one thread.
@@ -210,10 +252,15 @@ class OnnxEmbedder:
         # One text's vector, by text: a question asked of each vault is embedded once.
         self._recent: OrderedDict[str, Matrix] = OrderedDict()
         self._dims = 0  # read from the first output, below
-        probe = self.embed(["dimension probe"])
+        probe = self.embed([PROBE_TEXT])
         if probe.ndim != 2 or probe.shape[1] == 0 or not np.all(np.isfinite(probe)):
             raise ValueError(f"{files.onnx} does not output one vector per text")
         self._dims = int(probe.shape[1])
+
+    @property
+    def loaded_from(self) -> Path:
+        """The ONNX file the session was created from: the model's, or its optimized copy."""
+        return self._loaded_from
 
     @property
     def model_id(self) -> str:
@@ -253,22 +300,34 @@ class OnnxEmbedder:
         return vector
 
     def _run(self, token_ids: list[list[int]]) -> Matrix:
-        width = max(len(ids) for ids in token_ids)
-        ids = np.zeros((len(token_ids), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, piece_ids in enumerate(token_ids):
-            ids[row, : len(piece_ids)] = piece_ids
-            mask[row, : len(piece_ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        hidden, mask = _token_vectors(self._session, self._inputs, token_ids)
         if hidden.ndim != 3:
             raise ValueError(f"expected token vectors (batch, tokens, dims), got {hidden.shape}")
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return cast(Matrix, (pooled / np.maximum(norms, 1e-12)).astype(np.float32))
+
+
+def _input_names(session: Any) -> set[str]:
+    return {str(i.name) for i in session.get_inputs()}
+
+
+def _token_vectors(
+    session: Any, input_names: set[str], token_ids: list[list[int]]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """The model's first output (for a BERT-style model, one vector per word piece) for
+    texts given as word pieces, padded to the longest; and which pieces are not padding."""
+    width = max(len(ids) for ids in token_ids)
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, piece_ids in enumerate(token_ids):
+        ids[row, : len(piece_ids)] = piece_ids
+        mask[row, : len(piece_ids)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in input_names:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    return np.asarray(session.run(None, feeds)[0], dtype=np.float32), mask
 
 
 class AsyncEmbedder:
