@@ -380,7 +380,7 @@ async def run_prebuilt(
     checkout `code`; (seconds to upgrade the copy's schema, the serve runs)."""
     vault = work / "prebuilt" / "vault"
     config = work / "config-prebuilt"
-    upgrade = copy_prebuilt(parent, cache, vault, server_env(vault=vault, config_dir=config))
+    upgrade = copy_prebuilt(parent, cache, vault, server_env(vault=vault, config_dir=config), code)
     print(f"  upgrade of the prebuilt index: {upgrade:.2f} s; server of {code}", flush=True)
     rows = [
         json.loads(line)
