@@ -164,8 +164,9 @@ def test_an_index_made_before_trigrams_gains_them_on_opening(tmp_path: Path, ver
         db.execute("DROP TABLE note_trigrams")
         db.execute("ALTER TABLE notes DROP COLUMN links")  # schema 5's
         db.execute("DROP INDEX passages_by_length")
-        if version < SCHEMA_VERSION:
-            db.execute("DROP TABLE vector_snapshots")  # schema 6's
+        if version < SCHEMA_VERSION:  # schema 6's
+            db.execute("DROP TABLE vector_snapshots")
+            db.execute("ALTER TABLE notes DROP COLUMN title")
         db.execute(f"PRAGMA user_version = {version}")
     store = IndexStore(file)
     assert store.trigrams and store.notes_holding(["sulwynros"]) == {"Harbour/Grey Wharf.md"}

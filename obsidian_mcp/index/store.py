@@ -179,7 +179,12 @@ _MIGRATIONS: tuple[str, ...] = (
     # after it are read as before. A copy may still hold rows pruned since (texts no
     # passage has, never ranked into an answer); `prune_vectors` drops it. Filled by
     # `_migrate` for an index built before.
+    # And each note's title as its parse found it (`ParsedNote.title`), so an exact search
+    # weighs a match in a note's title without parsing every note that holds its words: at
+    # 10,000 notes "harbour" parsed 6,289 notes, 4.8 s of its first call. NULL for a note
+    # stored before: parsed when needed, and its title kept then (`put_parsed`).
     """
+    ALTER TABLE notes ADD COLUMN title TEXT;
     CREATE TABLE vector_snapshots (
         model TEXT PRIMARY KEY,
         through_seq INTEGER NOT NULL,
@@ -380,6 +385,9 @@ class Note(Generic[P]):
     # Where the note links (target as written, start, end), as its parse found them; None
     # for a note stored before the index kept them (schema 4 and older).
     links: tuple[LinkSpan, ...] | None = None
+    # Its title as its parse found it (`ParsedNote.title`); None for a note stored before
+    # the index kept titles (schema 5 and older).
+    title: str | None = None
 
 
 NoteRow = Note[PassageRow]
@@ -400,7 +408,7 @@ class IndexStats:
     last_updated: float | None
 
 
-_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks, links "
+_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks, links, title "
 _NOTE_BY_PATH = "WHERE path = ? "
 _PASSAGE_COLUMNS = 'SELECT id, path, section, start, "end" FROM passages '
 _PASSAGE_OF_NOTE = "WHERE path = ? "
@@ -611,7 +619,8 @@ class IndexStore:
                 db.execute("DELETE FROM notes WHERE path = ?", (note.path,))
                 db.execute(
                     "INSERT INTO notes (path, mtime_ms, size, content_hash, label_terms, "
-                    "backlinks, content, indexed_at, links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "backlinks, content, indexed_at, links, title) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         note.path,
                         note.mtime_ms,
@@ -622,6 +631,7 @@ class IndexStore:
                         note.content,
                         now,
                         None if note.links is None else json.dumps(note.links),
+                        note.title,
                     ),
                 )
                 passages: list[StoredPassage] = []
@@ -712,8 +722,9 @@ class IndexStore:
                 None if backlinks is None else tuple(lists[backlinks]),
                 tuple(by_note.get(path, ())),
                 None if links is None else tuple((t, a, b) for t, a, b in lists[links]),
+                title,
             )
-            for path, mtime_ms, size, content, label_terms, backlinks, links in note_rows
+            for path, mtime_ms, size, content, label_terms, backlinks, links, title in note_rows
         }
 
     def _rows_of(
@@ -726,14 +737,18 @@ class IndexStore:
             self._db.execute(select + of_note + order, (path,)) for path in paths
         )
 
-    def put_links(self, links: Iterable[tuple[str, str, Sequence[LinkSpan]]]) -> None:
-        """Keep the links of notes stored before the index kept them, found by a parse of
-        (path, content, links): only where the stored note still has that content (another
-        process may have stored a newer one, with its own links)."""
+    def put_parsed(self, found: Iterable[tuple[str, str, Sequence[LinkSpan], str]]) -> None:
+        """Keep the links and title of notes stored before the index kept them, found by a
+        parse of (path, content, links, title): only where the stored note still has that
+        content (another process may have stored a newer one, with its own)."""
         with self._write() as db:
             db.executemany(
-                "UPDATE notes SET links = ? WHERE path = ? AND content_hash = ? AND links IS NULL",
-                [(json.dumps(spans), path, text_hash(content)) for path, content, spans in links],
+                "UPDATE notes SET links = coalesce(links, ?), title = coalesce(title, ?) "
+                "WHERE path = ? AND content_hash = ?",
+                [
+                    (json.dumps(spans), title, path, text_hash(content))
+                    for path, content, spans, title in found
+                ],
             )
 
     def stored_stats(self) -> dict[str, tuple[int, int]]:

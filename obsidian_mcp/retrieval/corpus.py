@@ -91,6 +91,7 @@ class NoteRecord:
         label_terms: frozenset[str],
         parsed: ParsedNote | None = None,
         links: tuple[LinkSpan, ...] | None = None,
+        title: str | None = None,
     ) -> None:
         self.stat = stat
         self.content = content
@@ -98,8 +99,10 @@ class NoteRecord:
         # Obsidian's own backlinks (REST, plugin 4.0 on); None when the source has none.
         self.backlinks = backlinks
         self.label_terms = label_terms
-        # Where it links, as stored; None when the index did not keep them (`links`).
+        # Where it links and its title, as stored; None when the index did not keep them
+        # (`links`, `title`).
         self.stored_links = links
+        self.stored_title = title
         if parsed is not None:
             self.__dict__["parsed"] = parsed
 
@@ -117,6 +120,13 @@ class NoteRecord:
         if self.stored_links is None:
             self.stored_links = link_spans(self.parsed)
         return self.stored_links
+
+    @property
+    def title(self) -> str:
+        """The note's title (`ParsedNote.title`): as stored, else from a parse."""
+        if self.stored_title is None:
+            self.stored_title = self.parsed.title
+        return self.stored_title
 
     def text(self, start: int, end: int) -> str:
         return self.content[start:end]
@@ -209,6 +219,7 @@ def cut_note(
         backlinks=backlinks,
         passages=tuple(passages),
         links=link_spans(parsed),
+        title=parsed.title,
     )
     return row, parsed
 
@@ -358,16 +369,17 @@ class Corpus:
     def records(self) -> Iterable[NoteRecord]:
         return self._notes.values()
 
-    def keep_links(self, paths: Iterable[str]) -> None:
-        """Store the links of these notes, which the index did not keep (stored before it
-        did) and a parse has now found, so that no later process parses them for that."""
+    def keep_parsed(self, paths: Iterable[str]) -> None:
+        """Store the links and titles of these notes, which the index did not keep (stored
+        before it did) and a parse has now found, so that no later process parses them for
+        that."""
         found = [
-            (path, record.content, record.links)
+            (path, record.content, record.links, record.title)
             for path in paths
             if (record := self._notes.get(path)) is not None
         ]
         if found:
-            self._store.put_links(found)
+            self._store.put_parsed(found)
 
     @property
     def note_count(self) -> int:
@@ -425,7 +437,14 @@ class Corpus:
                 self._by_text[digest] = (*self._by_text.get(digest, ()), chunk.id)
             self._chunks[chunk.id] = chunk
         self._notes[path] = NoteRecord(
-            stat, stored.content, stored.passages, stored.backlinks, label, parsed, stored.links
+            stat,
+            stored.content,
+            stored.passages,
+            stored.backlinks,
+            label,
+            parsed,
+            stored.links,
+            stored.title,
         )
         self.generation += 1
 
@@ -492,6 +511,7 @@ class Corpus:
                     row.backlinks,
                     stored[row.path],
                     row.links,
+                    row.title,
                 )
                 self._install(note, stat, parsed)
 

@@ -118,7 +118,7 @@ class LinkGraph:
         self._backlinks = backlink_map(
             self._resolver, ((record.path, record.links) for record in corpus.records())
         )
-        corpus.keep_links(unkept)
+        corpus.keep_parsed(unkept)
         self._generation = corpus.generation
 
     @property

@@ -111,7 +111,7 @@ async def quick_context(
         record = corpus.record(path)
         kind = entity_kind(path, record.parsed.tags) if record is not None else None
         if record is not None and kind is not None:
-            entities.append(Entity(path, record.parsed.title, kind, count))
+            entities.append(Entity(path, record.title, kind, count))
         if len(entities) >= _ENTITIES:
             break
 

@@ -136,7 +136,7 @@ async def _similar(
             if other is None or other.path in exclude:
                 continue
             why = _shared(record, other, retriever) or "similar meaning (stored vectors)"
-            neighbours.append(Neighbour(other.path, other.parsed.title, why, "summary", score))
+            neighbours.append(Neighbour(other.path, other.title, why, "summary", score))
         return neighbours[:limit], "stored Smart Connections vectors"
     near = await _near_in_meaning(retriever, record, exclude, limit)
     if near is not None:
@@ -197,9 +197,9 @@ def _neighbour(
         return None
     shared = _shared(record, other, retriever)
     if shared:
-        return Neighbour(other.path, other.parsed.title, shared, "summary", score)
+        return Neighbour(other.path, other.title, shared, "summary", score)
     why = _quote(other, chunk.start, chunk.start)
-    return Neighbour(other.path, other.parsed.title, why, "passage", score)
+    return Neighbour(other.path, other.title, why, "passage", score)
 
 
 async def _obsidian_backlinks(
