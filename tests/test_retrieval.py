@@ -929,3 +929,29 @@ def test_a_snapshot_is_read_in_one_piece_and_a_damaged_one_set_aside(
     assert "vector snapshot of m is damaged" in caplog.text
     assert _held(again) == _rows_as_stored(file, "m")
     store.close()
+
+
+def test_a_snapshot_or_a_parse_that_cannot_be_kept_is_logged_not_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both only save a later process time: with the index's write lock held elsewhere
+    (another process mid-transaction, past the busy timeout), the caller goes on."""
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 1)
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    store.put_notes([_snapshot_note("N.md", ["one", "two"])])
+    store.put_vectors("m", ["h0", "h1"], np.eye(2, _SNAPSHOT_DIMS, dtype=np.float32))
+    other = sqlite3.connect(file, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with caplog.at_level(logging.WARNING):
+        assert store.save_vector_snapshot("m") == 0
+        store.put_parsed([("N.md", "x", [], "N")])
+    assert caplog.text.count("not kept") == 1 and "no vector snapshot written" in caplog.text
+    other.execute("ROLLBACK")
+    other.close()
+    assert store.save_vector_snapshot("m") == 2  # once the lock is free
+    store.put_parsed([("N.md", "x", [], "N")])
+    with sqlite3.connect(file) as db:
+        assert db.execute("SELECT title FROM notes").fetchone() == ("N",)
+    store.close()

@@ -472,11 +472,10 @@ class IndexStore:
                     db.execute(statement)
             if version < 3:
                 coded = _code_float_vectors(db)
-            if version < 6:
-                for (model,) in db.execute("SELECT DISTINCT model FROM passage_vectors").fetchall():
-                    if _vector_snapshot_due(db, model):
-                        _write_vector_snapshot(db, model)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if 0 < version < 6:  # a built index gains its vectors' snapshots
+            for (model,) in db.execute("SELECT DISTINCT model FROM passage_vectors").fetchall():
+                self._snapshot_if_due(db, model)
         if coded:
             self._compact(db, coded)
         # Touch every table: a truncated or overwritten file fails here, not mid-query.
@@ -740,15 +739,25 @@ class IndexStore:
     def put_parsed(self, found: Iterable[tuple[str, str, Sequence[LinkSpan], str]]) -> None:
         """Keep the links and title of notes stored before the index kept them, found by a
         parse of (path, content, links, title): only where the stored note still has that
-        content (another process may have stored a newer one, with its own)."""
-        with self._write() as db:
-            db.executemany(
-                "UPDATE notes SET links = coalesce(links, ?), title = coalesce(title, ?) "
-                "WHERE path = ? AND content_hash = ?",
-                [
-                    (json.dumps(spans), title, path, text_hash(content))
-                    for path, content, spans, title in found
-                ],
+        content (another process may have stored a newer one, with its own). It only saves
+        a later process a parse, so a busy or full disk is logged, never raised."""
+        rows = [
+            (json.dumps(spans), title, path, text_hash(content))
+            for path, content, spans, title in found
+        ]
+        try:
+            with self._write() as db:
+                db.executemany(
+                    "UPDATE notes SET links = coalesce(links, ?), title = coalesce(title, ?) "
+                    "WHERE path = ? AND content_hash = ?",
+                    rows,
+                )
+        except sqlite3.Error as exc:
+            logger.warning(
+                "passage index %s: the links and titles of %d notes not kept (%s)",
+                self.path,
+                len(rows),
+                exc,
             )
 
     def stored_stats(self) -> dict[str, tuple[int, int]]:
@@ -953,12 +962,28 @@ class IndexStore:
             return 0
         # On a connection of its own, outside this process's locks: the copy takes about
         # 0.4 s at 10,000 notes, and queries read on through the others (WAL).
-        db = self._connect()
         try:
-            with self._write(db, locked=False):
-                return _write_vector_snapshot(db, model)
+            db = self._connect()
+        except (sqlite3.Error, OSError) as exc:
+            logger.warning("passage index %s: no vector snapshot written (%s)", self.path, exc)
+            return 0
+        try:
+            return self._snapshot_if_due(db, model)
         finally:
             db.close()
+
+    def _snapshot_if_due(self, db: sqlite3.Connection, model: str) -> int:
+        """Write the model's snapshot on `db`, a connection no other thread uses, if it is
+        due; how many rows. A snapshot only saves time: a busy or full disk leaves the old
+        one (or none), and a new process reads the rows after it one by one."""
+        try:
+            if not _vector_snapshot_due(db, model):
+                return 0
+            with self._write(db, locked=False):
+                return _write_vector_snapshot(db, model)
+        except sqlite3.Error as exc:
+            logger.warning("passage index %s: no vector snapshot written (%s)", self.path, exc)
+            return 0
 
     def vectors_since(
         self, model: str, seq: int, limit: int
