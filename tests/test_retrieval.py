@@ -955,3 +955,36 @@ def test_a_snapshot_or_a_parse_that_cannot_be_kept_is_logged_not_raised(
     with sqlite3.connect(file) as db:
         assert db.execute("SELECT title FROM notes").fetchone() == ("N",)
     store.close()
+
+
+def test_only_the_parses_used_last_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A note parsed again after its parse was dropped parses the same; one used since
+    stays, and no more than PARSES_KEPT are held whatever a session touches."""
+    from obsidian_mcp.retrieval import corpus as corpus_module
+    from obsidian_mcp.sources.base import FileStat
+
+    monkeypatch.setattr(corpus_module, "PARSES_KEPT", 2)
+    parses: list[str] = []
+    parse = corpus_module.parse_note
+
+    def counted(path: str, content: str) -> object:
+        parses.append(path)
+        return parse(path, content)
+
+    monkeypatch.setattr(corpus_module, "parse_note", counted)
+    records = [
+        corpus_module.NoteRecord(
+            FileStat(f"N{n}.md", 1, 1), f"# Note {n}\n\nText {n}.\n", (), None, frozenset()
+        )
+        for n in range(3)
+    ]
+    first = records[0].parsed
+    assert records[0].parsed is first and records[1].parsed.title == "Note 1"
+    assert parses == ["N0.md", "N1.md"]
+    assert records[0].parsed is first  # used last: N1 goes first when N2 comes
+    assert records[2].parsed.title == "Note 2"
+    assert records[0].parsed is first
+    assert parses == ["N0.md", "N1.md", "N2.md"]
+    again = records[1].parsed  # dropped: parsed again, the same
+    assert parses[-1] == "N1.md" and again.title == "Note 1"
+    assert len(corpus_module._recent_parses._parses) == 2
