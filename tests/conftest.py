@@ -14,7 +14,9 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.opening import model_loader, open_retriever
+from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.sources.folder import FolderSource
+from obsidian_mcp.text.markdown import ParsedNote
 from obsidian_mcp.vault import Vault
 from tests.fixture_vault import copy_fixture_vault
 from tests.standin.process import StandinProcess
@@ -192,3 +194,17 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the notes the corpus parses from now on, in order (a parse is a
+    note's whole structure: the work a stored index spares)."""
+    parses: list[str] = []
+    parse = corpus_module.parse_note
+
+    def counted(path: str, content: str) -> ParsedNote:
+        parses.append(path)
+        return parse(path, content)
+
+    monkeypatch.setattr(corpus_module, "parse_note", counted)
+    return parses

@@ -39,7 +39,6 @@ from obsidian_mcp.index.store import (
 )
 from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
-from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.search import ACTIVE_SECONDS, Retriever
@@ -48,7 +47,7 @@ from obsidian_mcp.sources.base import FileStat, NoteData, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.vault import Vault
-from tests.conftest import folder_settings, rest_settings
+from tests.conftest import count_parses, folder_settings, rest_settings
 from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.standin.process import StandinProcess
 
@@ -246,14 +245,7 @@ async def test_the_backlinks_of_a_built_index_need_no_parse_and_an_older_index_p
     first.close()
     assert len(expected["Hub.md"]) == 10
 
-    parses: list[str] = []
-    parse = corpus_module.parse_note
-
-    def counted(path: str, content: str) -> Any:
-        parses.append(path)
-        return parse(path, content)
-
-    monkeypatch.setattr(corpus_module, "parse_note", counted)
+    parses = count_parses(monkeypatch)
 
     async def backlinks_of_a_new_process() -> dict[str, Any]:
         retriever, folder = retriever_on(vault, tmp_path, index_embeddings=False)
@@ -311,14 +303,7 @@ async def test_an_exact_search_weighs_titles_without_parsing_and_an_older_index_
     file = Path(first.corpus.store.path)
     first.close()
 
-    parses: list[str] = []
-    parse = corpus_module.parse_note
-
-    def counted(path: str, content: str) -> Any:
-        parses.append(path)
-        return parse(path, content)
-
-    monkeypatch.setattr(corpus_module, "parse_note", counted)
+    parses = count_parses(monkeypatch)
 
     async def a_new_process(*, titles: bool = False) -> int | dict[str, str]:
         """A new process's search, or the titles it holds for every note."""

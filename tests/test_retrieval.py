@@ -59,6 +59,7 @@ from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
+from tests.conftest import count_parses
 from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 
 # -- terms and BM25 ----------------------------------------------------------------------
@@ -964,14 +965,7 @@ def test_only_the_parses_used_last_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
     from obsidian_mcp.sources.base import FileStat
 
     monkeypatch.setattr(corpus_module, "PARSES_KEPT", 2)
-    parses: list[str] = []
-    parse = corpus_module.parse_note
-
-    def counted(path: str, content: str) -> object:
-        parses.append(path)
-        return parse(path, content)
-
-    monkeypatch.setattr(corpus_module, "parse_note", counted)
+    parses = count_parses(monkeypatch)
     records = [
         corpus_module.NoteRecord(
             FileStat(f"N{n}.md", 1, 1), f"# Note {n}\n\nText {n}.\n", (), None, frozenset()
