@@ -19,7 +19,7 @@ import logging
 import posixpath
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -613,11 +613,8 @@ class Retriever:
             return await self.vault.search_text(query, context_length=0)
         patterns = word_patterns(query)
         needles = Needles(tuple(query.lower().split()), tuple(patterns))
-        await self._read_every_note_that_may_hold(needles, progress)
         hits: list[TextSearchHit] = []
-        for scanned, record in enumerate(await self._records_that_may_hold(needles)):
-            if scanned % _NOTES_PER_CHECKPOINT == 0:
-                await anyio.lowlevel.checkpoint()
+        async for record in self._notes_that_may_hold(needles, progress):
             hit = text_hit(record.path, record.content, patterns)
             if hit is not None:
                 hits.append(hit)
@@ -653,15 +650,10 @@ class Retriever:
                     [bool(p.search(name)) for p in needles.patterns],
                 )
             return found
-        await self._read_every_note_that_may_hold(needles, progress)
         # The notes' text and stored titles, not their parses: parsing every note that held
         # "harbour" (6,289 of 10,000) took 4.8 s of the first such search.
         untitled: list[str] = []
-        for scanned, record in enumerate(await self._records_that_may_hold(needles)):
-            if scanned % _NOTES_PER_CHECKPOINT == 0:
-                # A cancelled request (the client gave up) stops here instead of scanning
-                # the rest of the vault, and other requests get their turn meanwhile.
-                await anyio.lowlevel.checkpoint()
+        async for record in self._notes_that_may_hold(needles, progress):
             if not record.path.startswith(prefix):
                 continue
             if record.stored_title is None:  # stored before the index kept titles
@@ -674,6 +666,19 @@ class Retriever:
         if untitled:
             await anyio.to_thread.run_sync(self.corpus.keep_parsed, untitled)
         return found
+
+    async def _notes_that_may_hold(
+        self, needles: Needles, progress: ProgressCallback | None
+    ) -> AsyncIterator[NoteRecord]:
+        """The notes that may hold every needle, read first while a first build has not
+        (`_read_every_note_that_may_hold`), with a checkpoint every _NOTES_PER_CHECKPOINT:
+        a cancelled request (the client gave up) stops there instead of scanning the rest
+        of the vault, and other requests get their turn meanwhile."""
+        await self._read_every_note_that_may_hold(needles, progress)
+        for scanned, record in enumerate(await self._records_that_may_hold(needles)):
+            if scanned % _NOTES_PER_CHECKPOINT == 0:
+                await anyio.lowlevel.checkpoint()
+            yield record
 
     async def _read_every_note_that_may_hold(
         self, needles: Needles, progress: ProgressCallback | None
