@@ -342,14 +342,18 @@ async def test_links_found_by_a_parse_are_kept_only_where_the_note_is_unchanged(
     """Several processes share an index: links a process found in the note it holds are
     not written over a newer version another process stored meanwhile."""
     vault = linked_vault(tmp_path / "vault")
+    first, _ = retriever_on(vault, tmp_path, index_embeddings=False)
+    await first.corpus.sync(read_all=True)
+    file = Path(first.corpus.store.path)
+    first.close()
+    with sqlite3.connect(file) as db:  # an index stored before it kept links
+        db.execute("UPDATE notes SET links = NULL")
     retriever, _ = retriever_on(vault, tmp_path, index_embeddings=False)
     await retriever.corpus.sync(read_all=True)
-    file = Path(retriever.corpus.store.path)
     with sqlite3.connect(file) as db:
-        db.execute("UPDATE notes SET links = NULL")
         # Another process stored a newer Hub.md (its hash no longer this process's).
         db.execute("UPDATE notes SET content_hash = 'newer' WHERE path = 'Hub.md'")
-    retriever.corpus.keep_parsed(retriever.corpus.paths)
+    retriever.links.refresh(retriever.corpus)  # parses every note for its links, keeps them
     retriever.close()
     with sqlite3.connect(file) as db:
         unkept = [path for (path,) in db.execute("SELECT path FROM notes WHERE links IS NULL")]

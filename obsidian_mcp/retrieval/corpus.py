@@ -130,6 +130,7 @@ class NoteRecord:
         parsed: ParsedNote | None = None,
         links: tuple[LinkSpan, ...] | None = None,
         title: str | None = None,
+        parsed_unkept: set[str] | None = None,
     ) -> None:
         self.stat = stat
         self.content = content
@@ -141,6 +142,8 @@ class NoteRecord:
         # (`links`, `title`).
         self.stored_links = links
         self.stored_title = title
+        # Where its path goes when a parse finds what the index did not keep.
+        self._parsed_unkept = parsed_unkept
         if parsed is not None:
             _recent_parses.keep(self, parsed)
 
@@ -157,6 +160,7 @@ class NoteRecord:
         """Where the note links (target, start, end): as stored, else from a parse."""
         if self.stored_links is None:
             self.stored_links = link_spans(self.parsed)
+            self._found_by_parse()
         return self.stored_links
 
     @property
@@ -164,7 +168,12 @@ class NoteRecord:
         """The note's title (`ParsedNote.title`): as stored, else from a parse."""
         if self.stored_title is None:
             self.stored_title = self.parsed.title
+            self._found_by_parse()
         return self.stored_title
+
+    def _found_by_parse(self) -> None:
+        if self._parsed_unkept is not None:
+            self._parsed_unkept.add(self.path)
 
     def text(self, start: int, end: int) -> str:
         return self.content[start:end]
@@ -286,6 +295,9 @@ class Corpus:
         # Notes that could not be read (not text, unreadable, refused), at the stat they had:
         # not tried again until it changes.
         self._skipped: dict[str, FileStat | None] = {}
+        # Notes whose links or title a parse found, the index not having kept them
+        # (`keep_parsed`); records add themselves.
+        self._parsed_unkept: set[str] = set()
         self._listed_at: float | None = None
         # Bumped when the listing or the notes skipped change (`unread`'s count).
         self._listings_and_skips = 0
@@ -407,10 +419,15 @@ class Corpus:
     def records(self) -> Iterable[NoteRecord]:
         return self._notes.values()
 
-    def keep_parsed(self, paths: Iterable[str]) -> None:
-        """Store the links and titles of these notes, which the index did not keep (stored
-        before it did) and a parse has now found, so that no later process parses them for
-        that."""
+    @property
+    def parsed_unkept(self) -> bool:
+        """Whether a parse found a note's links or title that the index did not keep."""
+        return bool(self._parsed_unkept)
+
+    def keep_parsed(self) -> None:
+        """Store the links and titles a parse found that the index did not keep (notes
+        stored before it did), so that no later process parses those notes for them."""
+        paths, self._parsed_unkept = self._parsed_unkept, set()
         found = [
             (path, record.content, record.links, record.title)
             for path in paths
@@ -483,6 +500,7 @@ class Corpus:
             parsed,
             stored.links,
             stored.title,
+            self._parsed_unkept,
         )
         self.generation += 1
 

@@ -112,13 +112,12 @@ class LinkGraph:
         if corpus.generation == self._generation:
             return
         self.resolver_for(corpus)
-        # Links the index did not keep (notes stored before it did) are found by a parse
-        # here, once, and kept.
-        unkept = [record.path for record in corpus.records() if record.stored_links is None]
         self._backlinks = backlink_map(
             self._resolver, ((record.path, record.links) for record in corpus.records())
         )
-        corpus.keep_parsed(unkept)
+        # Links the index did not keep (notes stored before it did) were found by a parse
+        # here, once: they are kept.
+        corpus.keep_parsed()
         self._generation = corpus.generation
 
     @property

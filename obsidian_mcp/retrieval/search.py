@@ -652,19 +652,16 @@ class Retriever:
             return found
         # The notes' text and stored titles, not their parses: parsing every note that held
         # "harbour" (6,289 of 10,000) took 4.8 s of the first such search.
-        untitled: list[str] = []
         async for record in self._notes_that_may_hold(needles, progress):
             if not record.path.startswith(prefix):
                 continue
-            if record.stored_title is None:  # stored before the index kept titles
-                untitled.append(record.path)
             names = posixpath.basename(record.path) + " " + record.title
             content_counts = needles.counts(record.content)
             name_hits = [bool(p.search(names)) for p in needles.patterns]
             if all(c or n for c, n in zip(content_counts, name_hits, strict=True)):
                 found[record.path] = (content_counts, name_hits)
-        if untitled:
-            await anyio.to_thread.run_sync(self.corpus.keep_parsed, untitled)
+        if self.corpus.parsed_unkept:  # titles of an index stored before it kept them
+            await anyio.to_thread.run_sync(self.corpus.keep_parsed)
         return found
 
     async def _notes_that_may_hold(
