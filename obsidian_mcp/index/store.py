@@ -475,7 +475,8 @@ class IndexStore:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         if 0 < version < 6:  # a built index gains its vectors' snapshots
             for (model,) in db.execute("SELECT DISTINCT model FROM passage_vectors").fetchall():
-                self._snapshot_if_due(db, model)
+                if _vector_snapshot_due(db, model):
+                    self._write_snapshot(db, model)
         if coded:
             self._compact(db, coded)
         # Touch every table: a truncated or overwritten file fails here, not mid-query.
@@ -968,17 +969,15 @@ class IndexStore:
             logger.warning("passage index %s: no vector snapshot written (%s)", self.path, exc)
             return 0
         try:
-            return self._snapshot_if_due(db, model)
+            return self._write_snapshot(db, model)
         finally:
             db.close()
 
-    def _snapshot_if_due(self, db: sqlite3.Connection, model: str) -> int:
-        """Write the model's snapshot on `db`, a connection no other thread uses, if it is
-        due; how many rows. A snapshot only saves time: a busy or full disk leaves the old
-        one (or none), and a new process reads the rows after it one by one."""
+    def _write_snapshot(self, db: sqlite3.Connection, model: str) -> int:
+        """Write the model's snapshot on `db`, a connection no other thread uses; how many
+        rows. A snapshot only saves time: a busy or full disk leaves the old one (or none),
+        and a new process reads the rows after it one by one."""
         try:
-            if not _vector_snapshot_due(db, model):
-                return 0
             with self._write(db, locked=False):
                 return _write_vector_snapshot(db, model)
         except sqlite3.Error as exc:
