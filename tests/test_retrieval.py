@@ -12,6 +12,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -530,6 +531,54 @@ async def test_corpus_rereads_only_changed_notes(tmp_path: Path) -> None:
     assert corpus.scores(terms("eels")) == {}
 
 
+_SAME_BODIES = (
+    "The lamp was lit.",
+    "The eels were fed.",
+    "The lamp was lit.\n\nThe eels were fed.",
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(-1, len(_SAME_BODIES) - 1)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_the_passages_of_a_text_are_those_holding_it_through_edits(
+    steps: list[tuple[int, int]],
+) -> None:
+    """Law: after any run of writes and deletions, the passages the corpus gives for an
+    embedded text's hash are exactly the passages holding that text. Notes of one title
+    in one folder share texts, so a hash held by several passages, then by one, then by
+    none, is drawn often."""
+    import tempfile
+
+    async def run(root: Path) -> None:
+        corpus = Corpus(Vault(None, FolderSource(root)), IndexStore(":memory:"), refresh_seconds=0)
+        for tick, (note, body) in enumerate(steps, start=1):
+            path = root / f"N{note}.md"
+            if body < 0:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(f"# Same\n\n{_SAME_BODIES[body]}\n")
+                os.utime(path, ns=(tick * 10**9, tick * 10**9))
+            await corpus.sync(read_all=True)
+            holding: dict[str, set[int]] = {}
+            for record in corpus.records():
+                for chunk in record.chunks:
+                    for digest in chunk.text_hashes:
+                        holding.setdefault(digest, set()).add(chunk.id)
+            assert set(corpus.text_hashes) == set(holding)
+            for digest, chunk_ids in holding.items():
+                assert corpus.chunks_of_text(digest) == chunk_ids
+            assert corpus.chunks_of_texts(holding) == {c for ids in holding.values() for c in ids}
+
+    with tempfile.TemporaryDirectory() as root:
+        anyio.run(run, Path(root))
+
+
 def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
     """Keyword scores as the in-memory index gave them before FTS5 (every passage's terms
     in a Python BM25, heading and name bonuses), computed here from the passages' text."""
@@ -968,7 +1017,7 @@ def test_only_the_parses_used_last_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
     parses = count_parses(monkeypatch)
     records = [
         corpus_module.NoteRecord(
-            FileStat(f"N{n}.md", 1, 1), f"# Note {n}\n\nText {n}.\n", (), None, frozenset()
+            FileStat(f"N{n}.md", 1, 1), f"# Note {n}\n\nText {n}.\n", (), None, ()
         )
         for n in range(3)
     ]

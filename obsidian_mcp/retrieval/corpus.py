@@ -120,13 +120,24 @@ class NoteRecord:
     followed), and only the last PARSES_KEPT parses are kept: a new process loads
     thousands of notes from the index and parses a few."""
 
+    __slots__ = (
+        "_parsed_unkept",
+        "backlinks",
+        "chunks",
+        "content",
+        "label_terms",
+        "stat",
+        "stored_links",
+        "stored_title",
+    )
+
     def __init__(
         self,
         stat: FileStat,
         content: str,
         chunks: tuple[Chunk, ...],
         backlinks: tuple[str, ...] | None,
-        label_terms: frozenset[str],
+        label_terms: tuple[str, ...],
         parsed: ParsedNote | None = None,
         links: tuple[LinkSpan, ...] | None = None,
         title: str | None = None,
@@ -177,6 +188,11 @@ class NoteRecord:
 
     def text(self, start: int, end: int) -> str:
         return self.content[start:end]
+
+
+def _ids(passages: int | tuple[int, ...]) -> tuple[int, ...]:
+    """The passage ids `Corpus._by_text` holds for a text."""
+    return (passages,) if isinstance(passages, int) else passages
 
 
 def sentence_runs(content: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
@@ -287,9 +303,11 @@ class Corpus:
         self._refresh_seconds = refresh_seconds
         self._notes: dict[str, NoteRecord] = {}
         self._chunks: dict[int, Chunk] = {}
-        # Passages by the hash of a text embedded for them; tuples, not sets: nearly every
-        # text has one passage, and 160,000 one-element sets took 35 MB more.
-        self._by_text: dict[str, tuple[int, ...]] = {}
+        # Passages by the hash of a text embedded for them: the passage's id, or a tuple of
+        # ids for a text that recurs. Nearly every text has one passage: 160,000 one-element
+        # sets took 35 MB more than tuples, and tuples (with records not slotted and their
+        # label terms in frozensets) 6 MB more than bare ids (10,000 notes, in process).
+        self._by_text: dict[str, int | tuple[int, ...]] = {}
         self._index = Bm25Index(store)
         self._stats: dict[str, FileStat] = {}
         # Notes that could not be read (not text, unreadable, refused), at the stat they had:
@@ -459,12 +477,12 @@ class Corpus:
 
     def chunks_of_text(self, digest: str) -> set[int]:
         """The passages one of whose embedded texts has this hash (a text may recur)."""
-        return set(self._by_text.get(digest, ()))
+        return set(_ids(self._by_text.get(digest, ())))
 
     def chunks_of_texts(self, digests: Iterable[str]) -> set[int]:
         """The passages one of whose embedded texts has any of these hashes."""
         by_text = self._by_text
-        return {chunk_id for digest in digests for chunk_id in by_text.get(digest, ())}
+        return {chunk_id for digest in digests for chunk_id in _ids(by_text.get(digest, ()))}
 
     def record(self, path: str) -> NoteRecord | None:
         """The note as of the last sync (None if it was not read or does not exist)."""
@@ -474,11 +492,11 @@ class Corpus:
         record = self._notes.pop(path)
         for chunk in record.chunks:
             for digest in chunk.text_hashes:
-                same_text = tuple(c for c in self._by_text[digest] if c != chunk.id)
-                if same_text:
-                    self._by_text[digest] = same_text
-                else:
+                same_text = tuple(c for c in _ids(self._by_text[digest]) if c != chunk.id)
+                if not same_text:
                     del self._by_text[digest]
+                else:
+                    self._by_text[digest] = same_text[0] if len(same_text) == 1 else same_text
             del self._chunks[chunk.id]
         self.generation += 1
 
@@ -486,17 +504,17 @@ class Corpus:
         path = stored.path
         if path in self._notes:
             self._forget(path)
-        label = frozenset(stored.label_terms)
         for chunk in stored.passages:
             for digest in chunk.text_hashes:
-                self._by_text[digest] = (*self._by_text.get(digest, ()), chunk.id)
+                held = self._by_text.get(digest)
+                self._by_text[digest] = chunk.id if held is None else (*_ids(held), chunk.id)
             self._chunks[chunk.id] = chunk
         self._notes[path] = NoteRecord(
             stat,
             stored.content,
             stored.passages,
             stored.backlinks,
-            label,
+            stored.label_terms,
             parsed,
             stored.links,
             stored.title,
