@@ -32,10 +32,9 @@ from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
 from obsidian_mcp.index.store import (
     SCHEMA_VERSION,
     IndexStore,
-    Note,
     NoteRow,
     PassageRow,
-    StoredPassage,
+    StoredNote,
 )
 from obsidian_mcp.index.vectors import EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
@@ -358,6 +357,42 @@ async def test_links_found_by_a_parse_are_kept_only_where_the_note_is_unchanged(
     with sqlite3.connect(file) as db:
         unkept = [path for (path,) in db.execute("SELECT path FROM notes WHERE links IS NULL")]
     assert unkept == ["Hub.md"]
+
+
+@pytest.mark.anyio
+async def test_a_note_s_text_is_read_from_the_index_and_a_newer_version_is_taken_in(
+    tmp_path: Path,
+) -> None:
+    """A process keeps no note's text: a note loaded from the index reads it when shown,
+    the same as when it was cut. Once another process has stored a newer version, the
+    older record reads the newer text, and the next call lists again at once (however
+    long `index_refresh_seconds`) and takes in the newer note without reading it."""
+    vault = linked_vault(tmp_path / "vault")
+    first, _ = retriever_on(vault, tmp_path, index_embeddings=False)
+    await first.corpus.sync(read_all=True)
+    first.close()
+    retriever, folder = retriever_on(
+        vault, tmp_path, index_embeddings=False, index_refresh_seconds=600
+    )
+    corpus = retriever.corpus
+    await corpus.sync(read_all=True)
+    assert folder.reads == []
+    hub = corpus.record("Hub.md")
+    assert hub is not None and hub.content == (vault / "Hub.md").read_text()
+    assert [hit.path for hit in await retriever.text_hits("harbour")] == ["Hub.md"]
+
+    newer = "# Hub\n\nThe harbour's notes meet here, and the ferry's too.\n"
+    (vault / "Hub.md").write_text(newer)
+    other, _ = retriever_on(vault, tmp_path, index_embeddings=False)
+    await other.corpus.sync(read_all=True)  # another process stores the newer version
+    other.close()
+    assert corpus.contents([hub]) == [newer] and hub.content == newer
+    await corpus.sync(read_all=True)
+    taken = corpus.record("Hub.md")
+    assert taken is not None and taken is not hub and taken.content == newer
+    assert folder.reads == []  # taken from the index, not read again
+    assert [hit.path for hit in await retriever.text_hits("ferry's")] == ["Hub.md"]
+    retriever.close()
 
 
 @pytest.mark.anyio
@@ -945,7 +980,7 @@ class GatedStore(IndexStore):
         self.gate = threading.Event()
         self.writing = threading.Event()
 
-    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, tuple[StoredPassage, ...]]:
+    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, StoredNote]:
         self.writing.set()
         self.gate.wait()
         return super().put_notes(notes)
@@ -1355,7 +1390,7 @@ class _Zeros:
 def _stored_texts(store: IndexStore, notes: int, first: int = 0, word: str = "text") -> None:
     """Notes of seven passages holding one to three texts each, as a vault's notes do."""
     rows = [
-        Note(
+        NoteRow(
             f"n{i}.md",
             0,
             100,
@@ -1367,6 +1402,8 @@ def _stored_texts(store: IndexStore, notes: int, first: int = 0, word: str = "te
                 for j in range(7)
                 for texts in [tuple(f"note {i} passage {j} {word} {k}" for k in range(1 + j % 3))]
             ),
+            (),
+            f"n{i}",
         )
         for i in range(first, first + notes)
     ]

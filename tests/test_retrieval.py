@@ -26,7 +26,7 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import Codes, IndexStore, Note, PassageRow
+from obsidian_mcp.index.store import Codes, IndexStore, NoteRow, PassageRow
 from obsidian_mcp.index.vectors import (
     GROWTH,
     LOAD_BATCH,
@@ -79,7 +79,7 @@ def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
     """Store each text as a note of one passage; the passage ids, by note."""
     stored = store.put_notes(
         [
-            Note(
+            NoteRow(
                 name,
                 0,
                 len(text),
@@ -87,11 +87,13 @@ def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
                 (),
                 None,
                 (PassageRow(("",), 0, len(text), tuple(terms(text)), (), (text,)),),
+                (),
+                name,
             )
             for name, text in docs.items()
         ]
     )
-    return {name: stored[name][0].id for name in docs}
+    return {name: stored[name].passages[0].id for name in docs}
 
 
 def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
@@ -860,10 +862,10 @@ def test_a_vector_stored_after_the_newest_were_pruned_is_taken_in() -> None:
 _SNAPSHOT_DIMS = 8
 
 
-def _snapshot_note(path: str, texts: list[str]) -> Note[PassageRow]:
+def _snapshot_note(path: str, texts: list[str]) -> NoteRow:
     """A note of one passage whose embedded texts are `texts`."""
     passage = PassageRow(("Top",), 0, 1, ("word",), (), tuple(texts))
-    return Note(path, 1, 1, "x", (), None, (passage,))
+    return NoteRow(path, 1, 1, "x", (), None, (passage,), (), path)
 
 
 def _rows_as_stored(file: Path, model: str) -> dict[str, tuple[bytes, float]]:
@@ -921,7 +923,9 @@ def test_law_a_new_process_holds_exactly_the_stored_vectors_snapshot_or_not(
                 path = f"N{made}.md"
                 stored = store.put_notes([_snapshot_note(path, texts)])
                 notes.append(path)
-                hashes = list(dict.fromkeys(h for p in stored[path] for h in p.text_hashes))
+                hashes = list(
+                    dict.fromkeys(h for p in stored[path].passages for h in p.text_hashes)
+                )
                 matrix = rng.standard_normal((len(hashes), _SNAPSHOT_DIMS)).astype(np.float32)
                 store.put_vectors("m", hashes, matrix)
             elif step == "snapshot":
@@ -993,15 +997,17 @@ def test_a_snapshot_or_a_parse_that_cannot_be_kept_is_logged_not_raised(
     store.put_notes([_snapshot_note("N.md", ["one", "two"])])
     store.put_vectors("m", ["h0", "h1"], np.eye(2, _SNAPSHOT_DIMS, dtype=np.float32))
     other = sqlite3.connect(file, isolation_level=None)
+    other.execute("UPDATE notes SET links = NULL, title = NULL")  # stored before it kept them
     other.execute("BEGIN IMMEDIATE")
+    found = [("N.md", store_module.text_hash("x"), [], "N")]
     with caplog.at_level(logging.WARNING):
         assert store.save_vector_snapshot("m") == 0
-        store.put_parsed([("N.md", "x", [], "N")])
+        store.put_parsed(found)
     assert caplog.text.count("not kept") == 1 and "no vector snapshot written" in caplog.text
     other.execute("ROLLBACK")
     other.close()
     assert store.save_vector_snapshot("m") == 2  # once the lock is free
-    store.put_parsed([("N.md", "x", [], "N")])
+    store.put_parsed(found)
     with sqlite3.connect(file) as db:
         assert db.execute("SELECT title FROM notes").fetchone() == ("N",)
     store.close()
@@ -1015,11 +1021,12 @@ def test_only_the_parses_used_last_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(corpus_module, "PARSES_KEPT", 2)
     parses = count_parses(monkeypatch)
+    texts = {f"N{n}.md": f"# Note {n}\n\nText {n}.\n" for n in range(3)}
     records = [
         corpus_module.NoteRecord(
-            FileStat(f"N{n}.md", 1, 1), f"# Note {n}\n\nText {n}.\n", (), None, ()
+            FileStat(path, 1, 1), path, lambda record: texts[record.path], (), None, ()
         )
-        for n in range(3)
+        for path in texts
     ]
     first = records[0].parsed
     assert records[0].parsed is first and records[1].parsed.title == "Note 1"

@@ -15,6 +15,7 @@ start row, so the wrapper passes on what it is given).
 """
 
 import argparse
+import dataclasses
 import importlib
 import json
 import subprocess
@@ -45,9 +46,13 @@ class _FreeModel:
 
 
 def _notes(store_module: ModuleType, count: int) -> list[Any]:
-    Note, PassageRow = store_module.Note, store_module.PassageRow
+    # `Note` (optional links and title) up to schema 5; `NoteRow` (both required) since.
+    note_row = getattr(store_module, "Note", None) or store_module.NoteRow
+    given = {field.name for field in dataclasses.fields(note_row)}
+    facts = {"links": (), "title": ""}
+    PassageRow = store_module.PassageRow
     return [
-        Note(
+        note_row(
             f"Generated/{i:05d}.md",
             0,
             100,
@@ -63,6 +68,7 @@ def _notes(store_module: ModuleType, count: int) -> list[Any]:
                     )
                 ]
             ),
+            **{name: value for name, value in facts.items() if name in given},
         )
         for i in range(count)
     ]
@@ -117,6 +123,7 @@ def measure_in(code: Path, notes: int) -> list[object]:
 
 def main() -> None:
     from bench.shared.harness import markdown_table  # not in a child: it imports this package
+
     parser = argparse.ArgumentParser(description="The index builder's own work, no model.")
     parser.add_argument("--notes", type=int, nargs="+", default=[2000, 4000, 8000])
     parser.add_argument(

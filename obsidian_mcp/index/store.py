@@ -40,7 +40,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
 Codes = npt.NDArray[np.int8]
-P = TypeVar("P")
 
 # How long a writer waits for another process's transaction before giving up; a batch of
 # embeddings commits in well under a second, so this only trips on a hung process.
@@ -371,9 +370,8 @@ LinkSpan = tuple[str, int, int]
 
 
 @dataclass(frozen=True, slots=True)
-class Note(Generic[P]):
-    """A note as the index keeps it: with its passages as cut (`PassageRow`, to store) or
-    as stored (`StoredPassage`, with ids and text hashes)."""
+class NoteRow:
+    """A note as cut, to store: its text and its passages (`PassageRow`)."""
 
     path: str
     mtime_ms: int
@@ -381,17 +379,30 @@ class Note(Generic[P]):
     content: str
     label_terms: tuple[str, ...]
     backlinks: tuple[str, ...] | None
-    passages: tuple[P, ...]
-    # Where the note links (target as written, start, end), as its parse found them; None
-    # for a note stored before the index kept them (schema 4 and older).
-    links: tuple[LinkSpan, ...] | None = None
-    # Its title as its parse found it (`ParsedNote.title`); None for a note stored before
-    # the index kept titles (schema 5 and older).
-    title: str | None = None
+    passages: tuple[PassageRow, ...]
+    # Where the note links (target as written, start, end), as its parse found them.
+    links: tuple[LinkSpan, ...]
+    # Its title as its parse found it (`ParsedNote.title`).
+    title: str
 
 
-NoteRow = Note[PassageRow]
-StoredNote = Note[StoredPassage]
+@dataclass(frozen=True, slots=True)
+class StoredNote:
+    """A stored note as a process keeps it: its passages with ids and text hashes, and its
+    text named by its hash, not held (`IndexStore.note_content` reads it): the notes' text
+    was 22 MB of a server at 10,000 notes, and a call shows a few of them."""
+
+    path: str
+    mtime_ms: int
+    size: int
+    content_hash: str
+    label_terms: tuple[str, ...]
+    backlinks: tuple[str, ...] | None
+    passages: tuple[StoredPassage, ...]
+    # None for a note stored before the index kept them (links: schema 4 and older; title:
+    # schema 5 and older).
+    links: tuple[LinkSpan, ...] | None
+    title: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +419,7 @@ class IndexStats:
     last_updated: float | None
 
 
-_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content, label_terms, backlinks, links, title "
+_NOTE_COLUMNS = "SELECT path, mtime_ms, size, content_hash, label_terms, backlinks, links, title "
 _NOTE_BY_PATH = "WHERE path = ? "
 _PASSAGE_COLUMNS = 'SELECT id, path, section, start, "end" FROM passages '
 _PASSAGE_OF_NOTE = "WHERE path = ? "
@@ -441,8 +452,9 @@ class IndexStore:
         # it loads the notes: at 10,000 notes the two took 0.68 s and 0.3-0.7 s one after
         # the other, and a new server's first answer came after 2.93 s (folder) and 2.95 s
         # (stand-in) instead of 2.54 s and 2.23 s side by side (bench.speed.index --prebuilt).
-        self._vector_lock = threading.Lock()
-        self._vector_db: sqlite3.Connection | None = None
+        # Notes' texts are read on it too, so showing a passage never waits for a write.
+        self._reader_lock = threading.Lock()
+        self._reader_db: sqlite3.Connection | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -568,26 +580,26 @@ class IndexStore:
         return self._open()
 
     def close(self) -> None:
-        with self._lock, self._vector_lock:
+        with self._lock, self._reader_lock:
             self._db.close()
-            if self._vector_db is not None:
-                self._vector_db.close()
+            if self._reader_db is not None:
+                self._reader_db.close()
 
     @contextmanager
-    def _vector_reader(self) -> Generator[sqlite3.Connection]:
-        """The connection vectors are read on: its own for a file (WAL lets it read while
-        the other writes), the one connection for an index in memory."""
+    def _reader(self) -> Generator[sqlite3.Connection]:
+        """The connection vectors and notes' texts are read on: its own for a file (WAL
+        lets it read while the other writes), the one connection for an index in memory."""
         if self.path == ":memory:":
             with self._lock:
                 yield self._db
             return
-        with self._vector_lock:
-            if self._vector_db is None:
-                self._vector_db = sqlite3.connect(
+        with self._reader_lock:
+            if self._reader_db is None:
+                self._reader_db = sqlite3.connect(
                     self.path, isolation_level=None, check_same_thread=False
                 )
-                self._vector_db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            yield self._vector_db
+                self._reader_db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            yield self._reader_db
 
     @contextmanager
     def _write(
@@ -609,13 +621,14 @@ class IndexStore:
 
     # -- notes and passages ------------------------------------------------------------------
 
-    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, tuple[StoredPassage, ...]]:
-        """Store (or replace) notes and their passages in one transaction; the stored
-        passages of each note, with their ids."""
-        stored: dict[str, tuple[StoredPassage, ...]] = {}
+    def put_notes(self, notes: Sequence[NoteRow]) -> dict[str, StoredNote]:
+        """Store (or replace) notes and their passages in one transaction; each note as
+        stored, its passages with their ids."""
+        stored: dict[str, StoredNote] = {}
         now = time.time()
         with self._write() as db:
             for note in notes:
+                content_hash = text_hash(note.content)
                 db.execute("DELETE FROM notes WHERE path = ?", (note.path,))
                 db.execute(
                     "INSERT INTO notes (path, mtime_ms, size, content_hash, label_terms, "
@@ -625,12 +638,12 @@ class IndexStore:
                         note.path,
                         note.mtime_ms,
                         note.size,
-                        text_hash(note.content),
+                        content_hash,
                         " ".join(note.label_terms),
                         None if note.backlinks is None else json.dumps(note.backlinks),
                         note.content,
                         now,
-                        None if note.links is None else json.dumps(note.links),
+                        json.dumps(note.links),
                         note.title,
                     ),
                 )
@@ -668,7 +681,17 @@ class IndexStore:
                             digests,
                         )
                     )
-                stored[note.path] = tuple(passages)
+                stored[note.path] = StoredNote(
+                    note.path,
+                    note.mtime_ms,
+                    note.size,
+                    content_hash,
+                    note.label_terms,
+                    note.backlinks,
+                    tuple(passages),
+                    note.links,
+                    note.title,
+                )
         return stored
 
     def delete_notes(self, paths: Iterable[str]) -> None:
@@ -717,18 +740,20 @@ class IndexStore:
         # Every note's links and backlinks, parsed in one call rather than one a note.
         lists = _json_values({text for row in note_rows for text in row[5:7] if text is not None})
         return {
-            path: Note(
+            path: StoredNote(
                 path,
                 mtime_ms,
                 size,
-                content,
+                sys.intern(content_hash),
                 tuple(shared(term, term) for term in label_terms.split()),
                 None if backlinks is None else tuple(shared(b, b) for b in lists[backlinks]),
                 tuple(by_note.get(path, ())),
                 None if links is None else tuple((shared(t, t), a, b) for t, a, b in lists[links]),
                 title,
             )
-            for path, mtime_ms, size, content, label_terms, backlinks, links, title in note_rows
+            for path, mtime_ms, size, content_hash, label_terms, backlinks, links, title in (
+                note_rows
+            )
         }
 
     def _rows_of(
@@ -741,14 +766,26 @@ class IndexStore:
             self._db.execute(select + of_note + order, (path,)) for path in paths
         )
 
+    def note_contents(self, paths: Collection[str]) -> dict[str, tuple[str, str]]:
+        """The stored text and its hash (`text_hash`) of each note of `paths` that is
+        stored. Read on the reader connection, so it never waits for this store's writes
+        (a first build's batches)."""
+        marks = ", ".join("?" * len(paths))
+        with self._reader() as db:
+            rows = db.execute(
+                f"SELECT path, content, content_hash FROM notes WHERE path IN ({marks})",
+                tuple(paths),
+            ).fetchall()
+        return {path: (content, content_hash) for path, content, content_hash in rows}
+
     def put_parsed(self, found: Iterable[tuple[str, str, Sequence[LinkSpan], str]]) -> None:
         """Keep the links and title of notes stored before the index kept them, found by a
-        parse of (path, content, links, title): only where the stored note still has that
-        content (another process may have stored a newer one, with its own). It only saves
-        a later process a parse, so a busy or full disk is logged, never raised."""
+        parse of (path, content hash, links, title): only where the stored note still has
+        that text (another process may have stored a newer one, with its own). It only
+        saves a later process a parse, so a busy or full disk is logged, never raised."""
         rows = [
-            (json.dumps(spans), title, path, text_hash(content))
-            for path, content, spans, title in found
+            (json.dumps(spans), title, path, content_hash)
+            for path, content_hash, spans, title in found
         ]
         try:
             with self._write() as db:
@@ -835,8 +872,8 @@ class IndexStore:
         if not looked_up or not self.trigrams:
             return None
         query = " AND ".join('"' + word.replace('"', '""') + '"' for word in looked_up)
-        with self._lock:
-            rows = self._db.execute(
+        with self._reader() as db:
+            rows = db.execute(
                 "SELECT n.path FROM note_trigrams t JOIN notes n ON n.rowid = t.rowid "
                 "WHERE note_trigrams MATCH ?",
                 (query,),
@@ -934,13 +971,13 @@ class IndexStore:
 
     def vector_count(self, model: str, after_seq: int = 0) -> int:
         """Vectors of `model` stored after `after_seq` (all of them by default)."""
-        with self._vector_reader() as db:
+        with self._reader() as db:
             return _vectors_after(db, model, after_seq)
 
     def vector_snapshot(self, model: str) -> tuple[int, list[str], Codes, Matrix] | None:
         """The model's vectors as its snapshot holds them (`save_vector_snapshot`): the seq
         it holds every row through, the text hashes, codes and scales; None without one."""
-        with self._vector_reader() as db:
+        with self._reader() as db:
             row = db.execute(
                 "SELECT through_seq, hashes, codes, scales FROM vector_snapshots WHERE model = ?",
                 (model,),
@@ -961,7 +998,7 @@ class IndexStore:
         outside it (and at least SNAPSHOT_MIN_ROWS); the rows written, or 0."""
         if self.path == ":memory:":  # lives as long as this process: nothing to read faster
             return 0
-        with self._vector_reader() as db:
+        with self._reader() as db:
             due = _vector_snapshot_due(db, model)
         if not due:
             return 0
@@ -994,7 +1031,7 @@ class IndexStore:
         """At most `limit` vectors of `model` stored after `seq`, oldest first: the last seq
         read, their text hashes, their codes and scales (`quantized`; codes None when there
         are none)."""
-        with self._vector_reader() as db:
+        with self._reader() as db:
             # Read in seq (rowid) order: through the (model, text_hash) index SQLite sorted
             # all 245 MB in a temporary b-tree first (2.0 s against 0.8 s at 160,000).
             rows = db.execute(

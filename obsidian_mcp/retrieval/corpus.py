@@ -7,9 +7,10 @@ request (a JsonLogic search through REST, a directory walk on disk), at most eve
 `refresh_seconds`, drops notes whose mtime or size changed or that disappeared, and reads
 only what is new. A warm query therefore costs at most one stat request and no note reads.
 
-In memory are the notes (stat, text, names) and their passages' places and embedded-text
+In memory are the notes (stat, names, links) and their passages' places and embedded-text
 hashes; the passages' terms stay in the index file, where keywords are scored (FTS5, see
-`obsidian_mcp.index.store`), so a new process loads rows and builds no keyword index.
+`obsidian_mcp.index.store`), so a new process loads rows and builds no keyword index, and
+so do the notes' texts, read when a call shows or scans a note.
 """
 
 import logging
@@ -29,7 +30,6 @@ from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.store import (
     IndexStore,
     LinkSpan,
-    Note,
     NoteRow,
     PassageRow,
     StoredNote,
@@ -94,14 +94,19 @@ class _RecentParses:
         self._lock = threading.Lock()
 
     def of(self, record: "NoteRecord") -> ParsedNote:
+        parsed = self.held(record)
+        if parsed is None:
+            parsed = parse_note(record.path, record.content)
+            self.keep(record, parsed)
+        return parsed
+
+    def held(self, record: "NoteRecord") -> ParsedNote | None:
+        """The record's parse if it is kept (now the one used last), else None."""
         with self._lock:
             parsed = self._parses.get(record)
             if parsed is not None:
                 self._parses.move_to_end(record)
-                return parsed
-        parsed = parse_note(record.path, record.content)
-        self.keep(record, parsed)
-        return parsed
+            return parsed
 
     def keep(self, record: "NoteRecord", parsed: ParsedNote) -> None:
         with self._lock:
@@ -115,16 +120,18 @@ _recent_parses = _RecentParses()
 
 
 class NoteRecord:
-    """A note as indexed: its stat, text, passages and the terms that name it. The note is
-    parsed only when something needs more (a hit from it is rendered, its links are
-    followed), and only the last PARSES_KEPT parses are kept: a new process loads
-    thousands of notes from the index and parses a few."""
+    """A note as indexed: its stat, passages and the terms that name it. Its text is read
+    from the index when something needs it (`content`), and it is parsed only when
+    something needs more (a hit from it is rendered, its links are followed); only the
+    last PARSES_KEPT parses are kept: a new process loads thousands of notes from the
+    index and shows a few."""
 
     __slots__ = (
         "_parsed_unkept",
+        "_text_of",
         "backlinks",
         "chunks",
-        "content",
+        "content_hash",
         "label_terms",
         "stat",
         "stored_links",
@@ -134,7 +141,8 @@ class NoteRecord:
     def __init__(
         self,
         stat: FileStat,
-        content: str,
+        content_hash: str,
+        text_of: "Callable[[NoteRecord], str]",
         chunks: tuple[Chunk, ...],
         backlinks: tuple[str, ...] | None,
         label_terms: tuple[str, ...],
@@ -144,7 +152,9 @@ class NoteRecord:
         parsed_unkept: set[str] | None = None,
     ) -> None:
         self.stat = stat
-        self.content = content
+        # The hash of its text as indexed (`store.text_hash`), and where the text is read.
+        self.content_hash = content_hash
+        self._text_of = text_of
         self.chunks = chunks
         # Obsidian's own backlinks (REST, plugin 4.0 on); None when the source has none.
         self.backlinks = backlinks
@@ -161,6 +171,13 @@ class NoteRecord:
     @property
     def path(self) -> str:
         return self.stat.path
+
+    @property
+    def content(self) -> str:
+        """The note's text as indexed: its kept parse's, else read from the index (the
+        newer text, once the index holds a newer version: `Corpus._stored_text`)."""
+        parsed = _recent_parses.held(self)
+        return self._text_of(self) if parsed is None else parsed.content
 
     @property
     def parsed(self) -> ParsedNote:
@@ -186,8 +203,10 @@ class NoteRecord:
         if self._parsed_unkept is not None:
             self._parsed_unkept.add(self.path)
 
-    def text(self, start: int, end: int) -> str:
-        return self.content[start:end]
+
+def _terms_in(content: str, chunk: Chunk) -> list[str]:
+    """The passage's index terms (as `cut_note` stores them), from its note's text."""
+    return terms(plain_text(content[chunk.start : chunk.end]))
 
 
 def _ids(passages: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -273,7 +292,7 @@ def cut_note(
                 texts=embedding_texts(parsed, section, start, end),
             )
         )
-    row = Note(
+    row = NoteRow(
         path=stat.path,
         mtime_ms=stat.mtime_ms,
         size=stat.size,
@@ -447,7 +466,7 @@ class Corpus:
         stored before it did), so that no later process parses those notes for them."""
         paths, self._parsed_unkept = self._parsed_unkept, set()
         found = [
-            (path, record.content, record.links, record.title)
+            (path, record.content_hash, record.links, record.title)
             for path in paths
             if (record := self._notes.get(path)) is not None
         ]
@@ -473,7 +492,14 @@ class Corpus:
     def chunk_terms(self, chunk_id: int) -> list[str]:
         """The passage's index terms (as `cut_note` stores them), from its text."""
         chunk = self._chunks[chunk_id]
-        return terms(plain_text(self._notes[chunk.path].text(chunk.start, chunk.end)))
+        return _terms_in(self._notes[chunk.path].content, chunk)
+
+    @staticmethod
+    def passage_terms(record: NoteRecord) -> list[list[str]]:
+        """Each passage's index terms, in the order of `record.chunks`: the note's text
+        read once for all of them."""
+        content = record.content
+        return [_terms_in(content, chunk) for chunk in record.chunks]
 
     def chunks_of_text(self, digest: str) -> set[int]:
         """The passages one of whose embedded texts has this hash (a text may recur)."""
@@ -511,7 +537,8 @@ class Corpus:
             self._chunks[chunk.id] = chunk
         self._notes[path] = NoteRecord(
             stat,
-            stored.content,
+            stored.content_hash,
+            self._stored_text,
             stored.passages,
             stored.backlinks,
             stored.label_terms,
@@ -521,6 +548,38 @@ class Corpus:
             self._parsed_unkept,
         )
         self.generation += 1
+
+    def paths_that_may_hold_any(self, words: Iterable[str]) -> set[str] | None:
+        """The notes whose text may hold one of `words` (the index's trigrams, case
+        folded); None when that narrows nothing (`IndexStore.notes_holding`)."""
+        paths: set[str] = set()
+        for word in words:
+            holding = self._store.notes_holding([word])
+            if holding is None:
+                return None
+            paths |= holding
+        return paths
+
+    def contents(self, records: Sequence[NoteRecord]) -> list[str]:
+        """The records' texts (`NoteRecord.content`), read from the index at once: one by
+        one, the 6,289 notes holding "harbour" at 10,000 notes took 40% longer to scan."""
+        stored = self._store.note_contents([record.path for record in records])
+        return [self._checked_text(record, stored.get(record.path)) for record in records]
+
+    def _stored_text(self, record: NoteRecord) -> str:
+        return self._checked_text(record, self._store.note_contents([record.path]).get(record.path))
+
+    def _checked_text(self, record: NoteRecord, stored: tuple[str, str] | None) -> str:
+        """The record's text as stored, `stored` being (text, hash) or None."""
+        if stored is not None and stored[1] == record.content_hash:
+            return stored[0]
+        # The index holds a newer version, stored by another process (or by this one since
+        # the caller took the record), or none: the note changed or went. The caller reads
+        # the note as it is now (its passages may no longer fall on the text's sentences),
+        # and the next call's listing takes in the newer version.
+        logger.info("%s changed while a call used it; listing again", record.path)
+        self._listed_at = None
+        return "" if stored is None else stored[0]
 
     def scores(self, query_terms: list[str]) -> dict[int, float]:
         """Relevance of each passage: BM25 of its text, plus a bonus for query terms in its
@@ -576,18 +635,7 @@ class Corpus:
             rows = [row for row, _, _ in read]
             stored = await anyio.to_thread.run_sync(self._store.put_notes, rows)
             for row, parsed, stat in read:
-                note = Note(
-                    row.path,
-                    row.mtime_ms,
-                    row.size,
-                    row.content,
-                    row.label_terms,
-                    row.backlinks,
-                    stored[row.path],
-                    row.links,
-                    row.title,
-                )
-                self._install(note, stat, parsed)
+                self._install(stored[row.path], stat, parsed)
 
     def _take_stored(self, stored: dict[str, StoredNote], stats: dict[str, FileStat]) -> None:
         """Install the stored notes whose stat is the vault's (another process, or an earlier

@@ -146,8 +146,12 @@ class Currency:
         resolver = self._links.resolver_for(corpus)
         claims: dict[str, list[Replacement]] = {}
         written: dict[str, tuple[NoteRecord, list[tuple[str, str]]]] = {}
+        # Only the notes whose text holds a claim's key are read (the notes' texts stay in
+        # the index): reading all 10,000 took 0.2-0.3 s before a new process's first answer.
+        may_claim = corpus.paths_that_may_hold_any(PREDECESSOR_KEYS)
         for record in corpus.records():
-            own = self._claims_of(record)
+            may = may_claim is None or record.path in may_claim
+            own = self._claims_of(record) if may else []
             written[record.path] = (record, own)
             for target, heading in own:
                 old = resolver.resolve(target, record.path)

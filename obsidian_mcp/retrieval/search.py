@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import anyio.from_thread
-import anyio.lowlevel
 import anyio.to_thread
 
 from obsidian_mcp.config import Settings
@@ -83,8 +82,9 @@ _LIST_AHEAD_SHARE = 0.8
 # Passages left out for the budget that the footer names.
 _OVER_BUDGET_NAMED = 3
 _GIST_CHARS = 140
-# Notes scanned between two chances to be cancelled: one exact scan of a note takes some
-# microseconds, so 64 of them keep a cancelled search to well under a millisecond of work.
+# Notes whose texts an exact scan reads from the index at once (one query, in a worker
+# thread), and so scans between two chances to be cancelled: one exact scan of a note
+# takes some microseconds, so 64 of them keep a cancelled search to about a millisecond.
 _NOTES_PER_CHECKPOINT = 64
 _CONTEXT_TAGS = 6
 # While a first build reads: the question's words searched for ahead of it (the rarest,
@@ -614,8 +614,8 @@ class Retriever:
         patterns = word_patterns(query)
         needles = Needles(tuple(query.lower().split()), tuple(patterns))
         hits: list[TextSearchHit] = []
-        async for record in self._notes_that_may_hold(needles, progress):
-            hit = text_hit(record.path, record.content, patterns)
+        async for record, content in self._notes_that_may_hold(needles, progress):
+            hit = text_hit(record.path, content, patterns)
             if hit is not None:
                 hits.append(hit)
         return hits
@@ -652,11 +652,9 @@ class Retriever:
             return found
         # The notes' text and stored titles, not their parses: parsing every note that held
         # "harbour" (6,289 of 10,000) took 4.8 s of the first such search.
-        async for record in self._notes_that_may_hold(needles, progress):
-            if not record.path.startswith(prefix):
-                continue
+        async for record, content in self._notes_that_may_hold(needles, progress, prefix):
             names = posixpath.basename(record.path) + " " + record.title
-            content_counts = needles.counts(record.content)
+            content_counts = needles.counts(content)
             name_hits = [bool(p.search(names)) for p in needles.patterns]
             if all(c or n for c, n in zip(content_counts, name_hits, strict=True)):
                 found[record.path] = (content_counts, name_hits)
@@ -665,17 +663,22 @@ class Retriever:
         return found
 
     async def _notes_that_may_hold(
-        self, needles: Needles, progress: ProgressCallback | None
-    ) -> AsyncIterator[NoteRecord]:
-        """The notes that may hold every needle, read first while a first build has not
-        (`_read_every_note_that_may_hold`), with a checkpoint every _NOTES_PER_CHECKPOINT:
-        a cancelled request (the client gave up) stops there instead of scanning the rest
-        of the vault, and other requests get their turn meanwhile."""
+        self, needles: Needles, progress: ProgressCallback | None, prefix: str = ""
+    ) -> AsyncIterator[tuple[NoteRecord, str]]:
+        """The notes under `prefix` that may hold every needle, with their texts, read
+        first while a first build has not (`_read_every_note_that_may_hold`). The texts
+        are read from the index _NOTES_PER_CHECKPOINT at a time in a worker thread, which
+        is also a checkpoint: a cancelled request (the client gave up) stops there instead
+        of scanning the rest of the vault, and other requests get their turn meanwhile."""
         await self._read_every_note_that_may_hold(needles, progress)
-        for scanned, record in enumerate(await self._records_that_may_hold(needles)):
-            if scanned % _NOTES_PER_CHECKPOINT == 0:
-                await anyio.lowlevel.checkpoint()
-            yield record
+        records = [
+            r for r in await self._records_that_may_hold(needles) if r.path.startswith(prefix)
+        ]
+        for first in range(0, len(records), _NOTES_PER_CHECKPOINT):
+            batch = records[first : first + _NOTES_PER_CHECKPOINT]
+            contents = await anyio.to_thread.run_sync(self.corpus.contents, batch)
+            for record, content in zip(batch, contents, strict=True):
+                yield record, content
 
     async def _read_every_note_that_may_hold(
         self, needles: Needles, progress: ProgressCallback | None
