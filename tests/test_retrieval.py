@@ -75,8 +75,11 @@ def test_terms_drop_stopwords_and_stem_plurals() -> None:
     assert terms("What are the fears of the lamplighters?") == ["fear", "lamplighter"]
 
 
-def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
-    """Store each text as a note of one passage; the passage ids, by note."""
+def index_of(
+    store: IndexStore, docs: dict[str, str], lengths: dict[int, int] | None = None
+) -> dict[str, int]:
+    """Store each text as a note of one passage; the passage ids, by note. `lengths` gets
+    each passage's length, as a corpus holds it (`Bm25Index.matches`)."""
     stored = store.put_notes(
         [
             NoteRow(
@@ -93,11 +96,14 @@ def index_of(store: IndexStore, docs: dict[str, str]) -> dict[str, int]:
             for name, text in docs.items()
         ]
     )
+    if lengths is not None:
+        lengths.update({p.id: p.length for note in stored.values() for p in note.passages})
     return {name: stored[name].passages[0].id for name in docs}
 
 
 def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
     store = IndexStore(":memory:")
+    lengths: dict[int, int] = {}
     ids = index_of(
         store,
         {
@@ -105,50 +111,59 @@ def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
             "2": "the ship carries a goat and a cargo of oil",
             "3": "the ship sails at dawn",
         },
+        lengths,
     )
-    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)])
+    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)], lengths.get)
     assert set(scores) == {ids["1"], ids["2"]}
     assert scores[ids["1"]] > scores[ids["2"]]
 
 
 def test_bm25_forgets_a_deleted_note() -> None:
     store = IndexStore(":memory:")
+    lengths: dict[int, int] = {}
     index = Bm25Index(store)
-    index_of(store, {"1": "eels in the archive", "2": "lamps on the quay"})
+    index_of(store, {"1": "eels in the archive", "2": "lamps on the quay"}, lengths)
     store.delete_notes(["1"])
     assert store.keyword_totals() == (1, 2)
     assert index.document_frequency("eel") == 0
-    assert index.scores([("eel", 1.0)]) == {}
-    ids = index_of(store, {"1": "more eels"})
-    assert set(index.scores([("eel", 1.0)])) == {ids["1"]}
+    assert index.scores([("eel", 1.0)], lengths.get) == {}
+    ids = index_of(store, {"1": "more eels"}, lengths)
+    assert set(index.scores([("eel", 1.0)], lengths.get)) == {ids["1"]}
 
 
 def test_bm25_variants_join_word_forms() -> None:
     store = IndexStore(":memory:")
-    ids = index_of(store, {"1": "Apprentices are taken at fourteen", "2": "a journeyman's wage"})
+    lengths: dict[int, int] = {}
+    ids = index_of(
+        store, {"1": "Apprentices are taken at fourteen", "2": "a journeyman's wage"}, lengths
+    )
     index = Bm25Index(store)
     expanded = dict(index.expand(["apprenticeship"]))
     assert "apprentice" in expanded
     assert expanded["apprentice"] < expanded["apprenticeship"]
-    assert set(index.scores(index.expand(["apprenticeship"]))) == {ids["1"]}
+    assert set(index.scores(index.expand(["apprenticeship"]), lengths.get)) == {ids["1"]}
 
 
 def test_bm25_keeps_terms_byte_for_byte() -> None:
     """The FTS5 tokenizer only splits on spaces: underscores, digits and letters beyond
     ASCII stay inside the term, and a term is never folded twice."""
     store = IndexStore(":memory:")
-    ids = index_of(store, {"1": "snake_case x86 Þórdóttir straße Москва", "2": "snake case москвы"})
+    lengths: dict[int, int] = {}
+    ids = index_of(
+        store, {"1": "snake_case x86 Þórdóttir straße Москва", "2": "snake case москвы"}, lengths
+    )
     index = Bm25Index(store)
     for term in ("snake_case", "x86", "thordottir", "strasse", "москва"):
-        assert set(index.scores([(term, 1.0)])) == {ids["1"]}, term
+        assert set(index.scores([(term, 1.0)], lengths.get)) == {ids["1"]}, term
     assert index.document_frequency("snake") == 1
 
 
 def test_bm25_scores_only_touch_postings() -> None:
     store = IndexStore(":memory:")
-    index_of(store, {f"{n}": f"note number {n} about lamps" for n in range(200)})
-    ids = index_of(store, {"999": "the sluice keys"})
-    assert set(Bm25Index(store).scores([("sluice", 1.0)])) == {ids["999"]}
+    lengths: dict[int, int] = {}
+    index_of(store, {f"{n}": f"note number {n} about lamps" for n in range(200)}, lengths)
+    ids = index_of(store, {"999": "the sluice keys"}, lengths)
+    assert set(Bm25Index(store).scores([("sluice", 1.0)], lengths.get)) == {ids["999"]}
 
 
 # -- fusion ------------------------------------------------------------------------------

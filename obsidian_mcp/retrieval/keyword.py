@@ -8,7 +8,7 @@ terms, never a scan of the vault; a new process builds nothing at start-up.
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -83,7 +83,7 @@ class TermIndex(Protocol):
 
     def keyword_totals(self) -> tuple[int, int]: ...
 
-    def term_postings(self, term: str) -> list[tuple[int, bool, int, int]]: ...
+    def term_postings(self, term: str) -> list[tuple[int, bool, int]]: ...
 
     def document_frequency(self, term: str) -> int: ...
 
@@ -92,7 +92,7 @@ class TermIndex(Protocol):
 
 class Bm25Index:
     """Okapi BM25 over passages by id, their terms looked up in a `TermIndex` per query
-    term: nothing per passage is held in memory."""
+    term; the caller holds each passage's length (its terms)."""
 
     def __init__(self, source: TermIndex, k1: float = 1.2, b: float = 0.75) -> None:
         self._source = source
@@ -133,10 +133,12 @@ class Bm25Index:
         return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
 
     def matches(
-        self, weighted_terms: Sequence[tuple[str, float]]
+        self, weighted_terms: Sequence[tuple[str, float]], length_of: Callable[[int], int | None]
     ) -> tuple[dict[int, float], dict[int, float]]:
-        """BM25 score of every passage whose text holds at least one of the weighted terms,
-        and for every passage whose headings hold some, the sum of their weight x idf."""
+        """BM25 score of every passage whose text holds at least one of the weighted terms
+        and whose length `length_of` knows (the others are not the caller's: stored by
+        another process since), and for every passage whose headings hold some, the sum of
+        their weight x idf."""
         count, total = self._source.keyword_totals()
         if not count:
             return {}, {}
@@ -146,11 +148,14 @@ class Bm25Index:
         headings: dict[int, float] = {}
         for term, term_weight in weighted_terms:
             postings = self._source.term_postings(term)
-            in_text = sum(1 for _, heading, _, _ in postings if not heading)
+            in_text = sum(1 for _, heading, _ in postings if not heading)
             weight = term_weight * math.log(1 + (count - in_text + 0.5) / (in_text + 0.5))
-            for doc, heading, occurrences, length in postings:
+            for doc, heading, occurrences in postings:
                 if heading:
                     headings[doc] = headings.get(doc, 0.0) + weight
+                    continue
+                length = length_of(doc)
+                if length is None:
                     continue
                 norm = k1 * (1 - b + b * length / average)
                 totals[doc] = totals.get(doc, 0.0) + weight * occurrences * (k1 + 1) / (
@@ -158,6 +163,8 @@ class Bm25Index:
                 )
         return totals, headings
 
-    def scores(self, weighted_terms: Sequence[tuple[str, float]]) -> dict[int, float]:
+    def scores(
+        self, weighted_terms: Sequence[tuple[str, float]], length_of: Callable[[int], int | None]
+    ) -> dict[int, float]:
         """BM25 score of every passage holding at least one of the weighted terms."""
-        return self.matches(weighted_terms)[0]
+        return self.matches(weighted_terms, length_of)[0]
