@@ -25,11 +25,11 @@ from obsidian_mcp.paths import is_markdown, normalize_vault_path, note_name
 from obsidian_mcp.retrieval.exact import check_query_terms
 from obsidian_mcp.sources.base import FileBytes, NoteData, TextSearchHit
 from obsidian_mcp.text.markdown import (
+    LinkResolver,
     ParsedNote,
     Section,
     gist,
     heading_reference,
-    resolve_link,
 )
 from obsidian_mcp.text.snippets import truncate_at_word
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -271,16 +271,22 @@ async def _peek_pdf(vault: Vault, path: str) -> NoteOutline:
     )
 
 
-async def peek_note(vault: Vault, path: str) -> NoteOutline:
+async def peek_note(
+    vault: Vault, path: str, links: Callable[[], Awaitable[LinkResolver]]
+) -> NoteOutline:
+    """A note's (or PDF's) outline; `links` gives the vault's link resolver, asked for
+    only when the note links somewhere."""
     if attachment_kind(path) is not None:
         return await _peek_pdf(vault, path)
     note = await read_named(vault, path)
     parsed = structure_of(note.path, note.content).note
-    all_paths = list(await vault.note_stats())
     note_links = [link for link in parsed.links if link.target]
-    unresolved = sum(
-        1 for link in note_links if resolve_link(link.target, note.path, all_paths) is None
-    )
+    unresolved = 0
+    if note_links:
+        resolver = await links()
+        unresolved = sum(
+            1 for link in note_links if resolver.resolve(link.target, note.path) is None
+        )
     return NoteOutline(
         path=note.path,
         title=parsed.title,

@@ -142,6 +142,29 @@ async def test_a_name_alone_and_a_block_id_resolve_as_links_do(
 
 
 @pytest.mark.anyio
+async def test_peek_counts_the_links_no_note_answers_and_sees_a_note_created_since(
+    tmp_path: Path,
+) -> None:
+    """An outline's unresolved links are those the vault's link resolver finds no note for
+    (a heading part ignored, a name matched case aside); a note this server creates is
+    found by the next peek, however long `index_refresh_seconds`."""
+    vault = tmp_path / "vault"
+    (vault / "People").mkdir(parents=True)
+    (vault / "Home.md").write_text("# Home\n")
+    (vault / "People" / "Rook.md").write_text("# Rook\n")
+    (vault / "Hub.md").write_text("# Hub\n\nSee [[Home#Top]], [[rook]] and [[Missing]].\n")
+    settings = folder_settings(vault, tmp_path, index_refresh_seconds=600)
+    async with Client(build_server(settings)) as client:
+        peek = {"path": "Hub.md"}
+        assert "3 links (1 unresolved)" in text_of(await client.call_tool("vault_peek_file", peek))
+        created = await client.call_tool(
+            "vault_edit_note", {"path": "Missing.md", "operation": "create", "content": "x"}
+        )
+        assert not created.is_error
+        assert "3 links (0 unresolved)" in text_of(await client.call_tool("vault_peek_file", peek))
+
+
+@pytest.mark.anyio
 async def test_counts_read_as_words_and_numbers_do(shared_vault: Path, tmp_path: Path) -> None:
     """"1 folders", "2 matches in 1 files" and "chars 0-585 of 16324", as the issue saw."""
     async with Client(build_server(folder_settings(shared_vault, tmp_path))) as client:

@@ -45,7 +45,7 @@ from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
-from obsidian_mcp.retrieval.links import LinkResolver, backlink_map, is_attachment_target
+from obsidian_mcp.retrieval.links import backlink_map, is_attachment_target
 from obsidian_mcp.retrieval.packing import (
     FileContext,
     SearchResult,
@@ -57,7 +57,7 @@ from obsidian_mcp.retrieval.packing import (
 from obsidian_mcp.retrieval.render import format_search, read_call, search_data
 from obsidian_mcp.retrieval.semantic import Seed, normalise_hits, prf_hits
 from obsidian_mcp.sources.folder import FolderSource
-from obsidian_mcp.text.markdown import parse_note
+from obsidian_mcp.text.markdown import LinkResolver, parse_note
 from obsidian_mcp.text.tokens import estimate_tokens
 from obsidian_mcp.vault import Vault
 from tests.conftest import count_parses

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from obsidian_mcp.text.markdown import (
     Block,
+    LinkResolver,
     ParsedNote,
     Section,
     WikiLink,
@@ -15,7 +16,6 @@ from obsidian_mcp.text.markdown import (
     parse_note,
     parse_structure,
     plain_text,
-    resolve_link,
     split_heading_reference,
 )
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -481,7 +481,7 @@ def test_find_section_never_returns_preamble() -> None:
     assert find_section(parse("just text"), "just text") is None
 
 
-# --- resolve_link --------------------------------------------------------------------------
+# --- LinkResolver ----------------------------------------------------------------------------
 
 VAULT = [
     "Home.md",
@@ -530,7 +530,7 @@ VAULT = [
     ],
 )
 def test_resolve_link(target: str, from_path: str, resolved: str | None) -> None:
-    assert resolve_link(target, from_path, VAULT) == resolved
+    assert LinkResolver(VAULT).resolve(target, from_path) == resolved
 
 
 # --- plain_text and gist ---------------------------------------------------------------------
@@ -637,6 +637,7 @@ def test_a_30kb_note_parses_into_all_its_sections() -> None:
 
 def test_links_resolve_among_thousands_of_paths() -> None:
     paths = [f"Folder {i % 50}/Note {i}.md" for i in range(5000)]
-    resolved = [resolve_link(f"Note {i * 7}", "Folder 3/Here.md", paths) for i in range(500)]
+    resolver = LinkResolver(paths)
+    resolved = [resolver.resolve(f"Note {i * 7}", "Folder 3/Here.md") for i in range(500)]
     assert resolved[1] == "Folder 7/Note 7.md"
     assert resolved[0] == "Folder 0/Note 0.md"

@@ -1,16 +1,13 @@
 # pyright: strict
-"""Link resolution over the whole corpus at once, and the backlink map built from it.
-
-`text.markdown.resolve_link` rebuilds its lookups on every call, which is right for one
-link and far too slow for every link of a 10,000-note vault; this resolver builds them
-once per corpus generation and follows the same rules.
-"""
+"""The corpus's link resolver (`text.markdown.LinkResolver`, made again only when the
+notes listed change) and the backlink map built with it."""
 
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from obsidian_mcp.retrieval.corpus import Corpus
+from obsidian_mcp.text.markdown import LinkResolver
 
 
 def is_attachment_target(target: str) -> bool:
@@ -18,52 +15,6 @@ def is_attachment_target(target: str) -> bool:
     name = posixpath.basename(target.partition("#")[0])
     extension = posixpath.splitext(name)[1].lower()
     return bool(extension) and extension != ".md" and " " not in extension
-
-
-class LinkResolver:
-    def __init__(self, paths: Iterable[str]) -> None:
-        self._exact = set(paths)
-        self._lower: dict[str, str] = {}
-        self._by_name: dict[str, list[str]] = {}
-        for path in sorted(self._exact):
-            self._lower.setdefault(path.lower(), path)
-            name = posixpath.basename(path).lower().removesuffix(".md")
-            self._by_name.setdefault(name, []).append(path)
-
-    def _lookup(self, candidate: str) -> str | None:
-        for spelling in (candidate, candidate + ".md"):
-            if spelling in self._exact:
-                return spelling
-        for spelling in (candidate, candidate + ".md"):
-            found = self._lower.get(spelling.lower())
-            if found is not None:
-                return found
-        return None
-
-    def resolve(self, target: str, from_path: str) -> str | None:
-        """The note a link target names, as Obsidian resolves it, or None."""
-        name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
-        if not name:
-            return from_path
-        folder = posixpath.dirname(from_path)
-        for candidate in (name, posixpath.normpath(posixpath.join(folder, name))):
-            found = self._lookup(candidate)
-            if found is not None:
-                return found
-        wanted = name.lower().removesuffix(".md")
-        suffix = "/" + wanted
-        candidates = [
-            path
-            for path in self._by_name.get(posixpath.basename(wanted), ())
-            if path.lower().removesuffix(".md") == wanted
-            or path.lower().removesuffix(".md").endswith(suffix)
-        ]
-        if not candidates:
-            return None
-        return min(
-            candidates,
-            key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), len(p), p),
-        )
 
 
 @dataclass(frozen=True, slots=True)

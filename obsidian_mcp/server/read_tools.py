@@ -250,7 +250,10 @@ def register_read_tools(mcp: MCPServer[AppState]) -> None:
         """A note's outline, no text: title, tags, size, frontmatter keys, gist, headings with
         their tokens."""
         async with vault_call(ctx, vault, path) as call:
-            outline = call.shown(await reading.peek_note(call.services.vault, call.path))
+            services = call.services
+            outline = call.shown(
+                await reading.peek_note(services.vault, call.path, services.retriever.link_resolver)
+            )
         returned(outline)
         return to_json(outline) if format == "json" else format_outline(outline)
 

@@ -2,6 +2,7 @@
 """Pure text processing for notes: markdown structure, snippets and token estimates."""
 
 from obsidian_mcp.text.markdown import (
+    LinkResolver,
     Paragraph,
     ParsedNote,
     Section,
@@ -10,7 +11,6 @@ from obsidian_mcp.text.markdown import (
     gist,
     parse_note,
     plain_text,
-    resolve_link,
 )
 from obsidian_mcp.text.snippets import (
     Snippet,
@@ -24,6 +24,7 @@ from obsidian_mcp.text.snippets import (
 from obsidian_mcp.text.tokens import estimate_tokens
 
 __all__ = [
+    "LinkResolver",
     "Paragraph",
     "ParsedNote",
     "Section",
@@ -36,7 +37,6 @@ __all__ = [
     "merge_spans",
     "parse_note",
     "plain_text",
-    "resolve_link",
     "sentence_spans",
     "snippet_around",
     "snippets_for_matches",

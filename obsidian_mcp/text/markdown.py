@@ -15,7 +15,6 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
@@ -860,80 +859,68 @@ def _match_tier(
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _PathIndex:
-    exact: frozenset[str]
-    by_lower: dict[str, str]
-    # Lowercased file name (and, for notes, the name without ".md") -> paths, in order.
-    by_name: dict[str, tuple[str, ...]]
+class LinkResolver:
+    """Link targets to vault paths, as Obsidian resolves them, over one list of paths,
+    indexed once: a vault's every link is resolved in linear time.
 
-
-# Callers resolve every link of a note (or a vault) against the same path list; indexing
-# it once keeps that linear instead of quadratic.
-@lru_cache(maxsize=4)
-def _path_index(paths: tuple[str, ...]) -> _PathIndex:
-    by_lower: dict[str, str] = {}
-    by_name: dict[str, list[str]] = {}
-    for path in paths:
-        lowered = path.lower()
-        by_lower.setdefault(lowered, path)
-        name = posixpath.basename(lowered)
-        by_name.setdefault(name, []).append(path)
-        if name.endswith(".md"):
-            by_name.setdefault(name[:-3], []).append(path)
-    return _PathIndex(
-        frozenset(paths), by_lower, {name: tuple(found) for name, found in by_name.items()}
-    )
-
-
-def resolve_link(target: str, from_path: str, all_paths: Sequence[str]) -> str | None:
-    """The vault path a link target points to, as Obsidian resolves it, or None.
-
-    ``""`` (a same-note link) is `from_path`. Otherwise, in order: the exact vault path,
-    with or without ``.md`` (case-sensitive first, then ignoring case); the path relative
-    to `from_path`'s folder; then any file whose path ends with the target (so a bare
-    note name, with or without ``.md``, or an attachment's file name), ignoring case,
-    preferring `from_path`'s folder, then the fewest folders, then the shortest path.
-    A ``#heading`` part of `target` is ignored.
+    ``""`` (a same-note link) is the linking note. Otherwise, in order: the exact vault
+    path, with or without ``.md`` (case-sensitive first, then ignoring case); the path
+    relative to the linking note's folder; then any file whose path ends with the target
+    (so a bare note name, with or without ``.md``, or an attachment's file name), ignoring
+    case, preferring the linking note's folder, then the fewest folders, then the shortest
+    path, then the first alphabetically. A ``#heading`` part of the target is ignored.
     """
-    name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
-    if not name:
-        return from_path
-    index = _path_index(tuple(all_paths))
 
-    def lookup(candidate: str) -> str | None:
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._exact = frozenset(paths)
+        self._by_lower: dict[str, str] = {}
+        # Lowercased file name (and, for notes, the name without ".md") -> paths.
+        self._by_name: dict[str, list[str]] = {}
+        for path in sorted(self._exact):
+            lowered = path.lower()
+            self._by_lower.setdefault(lowered, path)
+            name = posixpath.basename(lowered)
+            self._by_name.setdefault(name, []).append(path)
+            if name.endswith(".md"):
+                self._by_name.setdefault(name[:-3], []).append(path)
+
+    def _lookup(self, candidate: str) -> str | None:
         spellings = (candidate, candidate + ".md")
         for spelling in spellings:
-            if spelling in index.exact:
+            if spelling in self._exact:
                 return spelling
         for spelling in spellings:
-            if spelling.lower() in index.by_lower:
-                return index.by_lower[spelling.lower()]
+            found = self._by_lower.get(spelling.lower())
+            if found is not None:
+                return found
         return None
 
-    folder = posixpath.dirname(from_path)
-    relative = posixpath.normpath(posixpath.join(folder, name))
-    for candidate in (name, relative):
-        found = lookup(candidate)
-        if found is not None:
-            return found
+    def resolve(self, target: str, from_path: str) -> str | None:
+        """The vault path `target`, linked from `from_path`, points to, or None."""
+        name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
+        if not name:
+            return from_path
+        folder = posixpath.dirname(from_path)
+        for candidate in (name, posixpath.normpath(posixpath.join(folder, name))):
+            found = self._lookup(candidate)
+            if found is not None:
+                return found
+        wanted = name.lower()
+        suffix = "/" + wanted
 
-    wanted = name.lower()
-    suffix = "/" + wanted
+        def ends_with_name(path: str) -> bool:
+            lowered = path.lower()
+            forms = (lowered, lowered[:-3]) if lowered.endswith(".md") else (lowered,)
+            return any(form == wanted or form.endswith(suffix) for form in forms)
 
-    def ends_with_name(path: str) -> bool:
-        lowered = path.lower()
-        forms = (lowered, lowered[:-3]) if lowered.endswith(".md") else (lowered,)
-        return any(form == wanted or form.endswith(suffix) for form in forms)
-
-    same_name = index.by_name.get(posixpath.basename(wanted), ())
-    candidates = [path for path in same_name if ends_with_name(path)]
-    if not candidates:
-        return None
-    return min(
-        candidates,
-        key=lambda path: (posixpath.dirname(path) != folder, path.count("/"), len(path), path),
-    )
+        same_name = self._by_name.get(posixpath.basename(wanted), ())
+        candidates = [path for path in same_name if ends_with_name(path)]
+        if not candidates:
+            return None
+        return min(
+            candidates,
+            key=lambda path: (posixpath.dirname(path) != folder, path.count("/"), len(path), path),
+        )
 
 
 def _wikilink_display(match: re.Match[str]) -> str:
