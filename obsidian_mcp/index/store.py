@@ -392,7 +392,7 @@ class NoteRow:
 @dataclass(frozen=True, slots=True)
 class StoredNote:
     """A stored note as a process keeps it: its passages with ids and text hashes, and its
-    text named by its hash, not held (`IndexStore.note_content` reads it): the notes' text
+    text named by its hash, not held (`IndexStore.note_contents` reads it): the notes' text
     was 22 MB of a server at 10,000 notes, and a call shows a few of them."""
 
     path: str

@@ -86,7 +86,7 @@ def note_passage_scores(
 ) -> dict[int, float]:
     """Each passage of a note by `local_scores`: the query's words, weighed by their
     rarity in the note."""
-    scores = local_scores([set(terms_of) for terms_of in corpus.passage_terms(record)], weighted)
+    scores = local_scores([set(terms_of) for terms_of in record.passage_terms()], weighted)
     return dict(zip((c.id for c in record.chunks), scores, strict=True))
 
 

@@ -203,6 +203,11 @@ class NoteRecord:
         if self._parsed_unkept is not None:
             self._parsed_unkept.add(self.path)
 
+    def passage_terms(self) -> list[list[str]]:
+        """Each passage's index terms, in the order of `chunks`: the text read once for all."""
+        content = self.content
+        return [_terms_in(content, chunk) for chunk in self.chunks]
+
 
 def _terms_in(content: str, chunk: Chunk) -> list[str]:
     """The passage's index terms (as `cut_note` stores them), from its note's text."""
@@ -494,13 +499,6 @@ class Corpus:
         chunk = self._chunks[chunk_id]
         return _terms_in(self._notes[chunk.path].content, chunk)
 
-    @staticmethod
-    def passage_terms(record: NoteRecord) -> list[list[str]]:
-        """Each passage's index terms, in the order of `record.chunks`: the note's text
-        read once for all of them."""
-        content = record.content
-        return [_terms_in(content, chunk) for chunk in record.chunks]
-
     def chunks_of_text(self, digest: str) -> set[int]:
         """The passages one of whose embedded texts has this hash (a text may recur)."""
         return set(_ids(self._by_text.get(digest, ())))
@@ -571,7 +569,7 @@ class Corpus:
         return [self._checked_text(record, stored.get(record.path)) for record in records]
 
     def _stored_text(self, record: NoteRecord) -> str:
-        return self._checked_text(record, self._store.note_contents([record.path]).get(record.path))
+        return self.contents((record,))[0]
 
     def _checked_text(self, record: NoteRecord, stored: tuple[str, str] | None) -> str:
         """The record's text as stored, `stored` being (text, hash) or None."""

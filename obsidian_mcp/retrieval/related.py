@@ -101,7 +101,7 @@ async def _resolve_note(retriever: Retriever, raw_path: str) -> NoteRecord:
 def _profile_terms(retriever: Retriever, record: NoteRecord) -> list[str]:
     """The note as a keyword query: its name and tags, then its most distinctive terms."""
     counts: Counter[str] = Counter()
-    for terms_of in retriever.corpus.passage_terms(record):
+    for terms_of in record.passage_terms():
         counts.update(terms_of)
     index = retriever.corpus.index
     distinctive = sorted(counts, key=lambda t: -counts[t] * index.idf(t))[:_PROFILE_TERMS]
