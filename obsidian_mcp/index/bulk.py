@@ -23,7 +23,6 @@ a server ran in it). So only a process that is a server for its whole life turns
 """
 
 import ctypes
-import ctypes.util
 import gc
 import threading
 from collections.abc import Generator
@@ -67,10 +66,12 @@ def _release_free_memory() -> None:
     no-op where the C library has none): the first load frees its rows and temporary
     maps, which glibc otherwise keeps resident. At 10,000 notes the server held 5 MB
     less after the benchmark's calls (372-375 -> 367 MB, python -m bench.speed.index
-    --prebuilt, through the folder)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
+    --prebuilt, through the folder). The process's own symbols are looked in, not a
+    library found by name: `ctypes.util.find_library` runs `ldconfig` (or a compiler)
+    in a subprocess, on the way to the first answer."""
+    try:
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # Windows loads no library by None
         return
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
     if trim is not None:
         trim(0)
