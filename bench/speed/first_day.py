@@ -258,6 +258,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         name, equals, value = setting.partition("=")
         if not equals or not name.strip():
             parser.error(f"--setting {setting!r}: write it NAME=VALUE")
+        if "KEY" in name.upper():
+            # The run's settings are saved with its figures: a key would be written there.
+            parser.error(f"--setting {name.strip()}: a key is not a setting to weigh")
         settings["OBSIDIAN_" + name.strip().upper()] = value
     stamp = Stamp.taken("bench.speed.first_day", argv)
     if args.table_only:
