@@ -30,8 +30,10 @@ from obsidian_mcp.doctor import (
 )
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.index.bulk import freeze_first_loads
+from obsidian_mcp.index.embedder import folder_model_files
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.memory.model import Tombstone, encode
 from obsidian_mcp.memory.render import format_memory
 from obsidian_mcp.memory.store import UnknownMemoryId
@@ -402,7 +404,21 @@ def _fetch(settings: Settings, name: str) -> int:
     except ModelFetchError as exc:
         print(f"Could not fetch {name}: {exc}", file=sys.stderr)
         return 1
+    recipe = folder_model_files(folder, name).recipe
+    prompts = ", ".join(
+        f"{role.value} prompt {recipe.prompt(role)!r}" for role in TextRole if recipe.prompt(role)
+    )
     print(f"{name} stored in {folder}")
+    if recipe.described_by is None:
+        print(
+            "Its pooling and prompts were not found (no sentence-transformers files, no upstream "
+            "repository that has them, no family we know): mean pooling and no prompts are "
+            f"assumed. If its model card says otherwise, set them in {folder}/model.json "
+            "(README, model section)."
+        )
+    else:
+        how = f"{recipe.pooling} pooling, {prompts or 'no prompts'}"
+        print(f"Run with {how}, read from {recipe.described_by}.")
     print(f"Use it with OBSIDIAN_MODEL={name}")
     return 0
 

@@ -288,9 +288,11 @@ class Settings(BaseSettings):
     )
     model_path: Path | None = Field(
         default=None,
-        description="A folder holding another embedding model: model.onnx (ONNX export, "
-        "mean-pooled sentence embeddings) and tokenizer.json, plus optionally model.json "
-        '{"model_id": ..., "max_tokens": ...}. Default: the bundled all-MiniLM-L6-v2.',
+        description="A folder holding another embedding model: model.onnx (an ONNX export "
+        "that outputs a vector per word piece, or one per text) and tokenizer.json, plus "
+        'optionally model.json {"model_id", "max_tokens", "pooling", "prompts", '
+        '"described_by"} (README, "Another embedding model"). Default: the bundled '
+        "all-MiniLM-L6-v2.",
     )
     model: str | None = Field(
         default=None,

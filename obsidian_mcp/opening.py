@@ -6,7 +6,6 @@ without importing the MCP SDK, which alone takes over a second to import."""
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 
@@ -16,6 +15,7 @@ from obsidian_mcp.editing.service import Editor
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.index.embedder import (
     Embedder,
+    ModelFiles,
     ModelUnavailable,
     OnnxEmbedder,
     configured_model_files,
@@ -80,7 +80,7 @@ async def open_vault(settings: Settings, http: httpx.AsyncClient) -> tuple[Vault
 # Loaded models by (file, threads): queries, the background index build and memory
 # recall share one (a second ONNX session costs ~200 MB of resident memory), and so do
 # servers started in one process (tests, benchmarks).
-_MODELS: dict[tuple[Path, int], Embedder] = {}
+_MODELS: dict[tuple[ModelFiles, int], Embedder] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -95,7 +95,7 @@ def model_loader(settings: Settings) -> Callable[[], Embedder] | None:
 
     def load() -> Embedder:
         with _MODELS_LOCK:
-            key = (files.onnx, settings.model_threads)
+            key = (files, settings.model_threads)
             if key not in _MODELS:
                 _MODELS[key] = OnnxEmbedder(
                     files,

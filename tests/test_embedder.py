@@ -29,6 +29,7 @@ from obsidian_mcp.index.embedder import (
     optimized_model_cache,
 )
 from obsidian_mcp.index.optimized_model import CHECK_FILE, MODEL_FILE, WEIGHTS_FILE
+from obsidian_mcp.index.recipe import ASSUMED_RECIPE, Pooling, TextRole
 from obsidian_mcp.index.smart_blocks import block_text, note_text, read_vault
 from obsidian_mcp.index.smart_env import read_legacy
 from tests.fixture_vault import FIXTURE_VAULT, REPO_ROOT
@@ -73,7 +74,7 @@ def test_parity_with_the_stored_smart_connections_vectors(embedder: OnnxEmbedder
     # third of the rest: all of them took a third of a minute of the suite's time.
     by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chosen = by_length[:PARITY_LONGEST] + by_length[PARITY_LONGEST::3]
-    ours = embedder.embed([texts[i] for i in chosen])
+    ours = embedder.embed([texts[i] for i in chosen], TextRole.DOCUMENT)
     theirs = stored.matrix[[row_of[keys[i]] for i in chosen]]
     cosines = (ours * theirs).sum(axis=1)
     worst = int(np.argmin(cosines))
@@ -82,12 +83,12 @@ def test_parity_with_the_stored_smart_connections_vectors(embedder: OnnxEmbedder
 
 def test_vectors_are_unit_length_in_input_order(embedder: OnnxEmbedder) -> None:
     texts = ["short", "a much longer sentence about the lighthouse keeper " * 8, "short"]
-    vectors = embedder.embed(texts)
+    vectors = embedder.embed(texts, TextRole.DOCUMENT)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.allclose(vectors[0], vectors[2], atol=1e-5)
     assert float(vectors[0] @ vectors[1]) < 0.9
-    assert embedder.embed([]).shape == (0, 384)
+    assert embedder.embed([], TextRole.DOCUMENT).shape == (0, 384)
 
 
 def test_load_embedder_default(tmp_path: Path) -> None:
@@ -116,7 +117,9 @@ def test_load_embedder_from_a_model_folder(tmp_path: Path) -> None:
     assert embedder.model_id == "mine"
     # max_tokens=8 from model.json: two texts that differ only after the 8th piece are equal.
     same_start = "one two three four five six seven eight"
-    a, b = embedder.embed([same_start + " nine ten", same_start + " lamps and eels"])
+    a, b = embedder.embed(
+        [same_start + " nine ten", same_start + " lamps and eels"], TextRole.DOCUMENT
+    )
     assert np.allclose(a, b, atol=1e-6)
 
 
@@ -193,12 +196,12 @@ def uncached_vectors() -> list[tuple[list[str], Matrix]]:
     """The embedding calls and their vectors from the bundled model as it loads without a
     cache of optimized copies."""
     model = OnnxEmbedder(default_model_files())
-    return [(texts, model.embed(texts)) for texts in embedding_calls()]
+    return [(texts, model.embed(texts, TextRole.DOCUMENT)) for texts in embedding_calls()]
 
 
 def assert_same_vectors(model: OnnxEmbedder, expected: list[tuple[list[str], Matrix]]) -> None:
     for texts, vectors in expected:
-        assert float(np.abs(model.embed(texts) - vectors).max()) <= 1e-6, texts
+        assert float(np.abs(model.embed(texts, TextRole.DOCUMENT) - vectors).max()) <= 1e-6, texts
 
 
 def cache_entry(cache: Path) -> Path:
@@ -297,15 +300,12 @@ class CountingEmbedder:
         self.threads: set[int] = set()
         self._lock = threading.Lock()
 
-    @property
-    def model_id(self) -> str:
-        return "counting"
+    model_id = vector_space = "counting"
+    dims = 2
+    recipe = ASSUMED_RECIPE
+    pooling = Pooling.MEAN
 
-    @property
-    def dims(self) -> int:
-        return 2
-
-    def embed(self, texts: Sequence[str]) -> Matrix:
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         with self._lock:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
@@ -323,7 +323,7 @@ async def test_async_embedder_runs_in_a_worker_one_call_at_a_time() -> None:
     results: list[Matrix] = []
 
     async def one(text: str) -> None:
-        results.append(await embedder.embed([text]))
+        results.append(await embedder.embed([text], TextRole.QUERY))
 
     async with anyio.create_task_group() as group:
         for text in ("a", "b", "c"):
@@ -336,7 +336,10 @@ async def test_async_embedder_runs_in_a_worker_one_call_at_a_time() -> None:
 @pytest.mark.anyio
 async def test_async_embedder_gives_the_models_vectors(embedder: OnnxEmbedder) -> None:
     texts = ["the lighthouse at Vellmouth", "eels"]
-    assert np.allclose(await AsyncEmbedder(embedder).embed(texts), embedder.embed(texts))
+    assert np.allclose(
+        await AsyncEmbedder(embedder).embed(texts, TextRole.DOCUMENT),
+        embedder.embed(texts, TextRole.DOCUMENT),
+    )
 
 
 class RunCountingEmbedder(OnnxEmbedder):
@@ -362,13 +365,13 @@ async def test_a_question_asked_of_every_vault_at_once_is_embedded_once() -> Non
     vectors: list[Matrix] = []
 
     async def ask() -> None:
-        vectors.append(await AsyncEmbedder(model).embed([question]))
+        vectors.append(await AsyncEmbedder(model).embed([question], TextRole.QUERY))
 
     async with anyio.create_task_group() as group:
         for _ in range(3):
             group.start_soon(ask)
     assert model.texts_run - before == 1
-    batch = model.embed([question, "eels"])
+    batch = model.embed([question, "eels"], TextRole.QUERY)
     assert all(np.allclose(vector[0], batch[0], atol=1e-5) for vector in vectors)
     vectors[0][0] *= 0  # a caller's copy is its own
-    assert np.allclose(model.embed([question])[0], batch[0], atol=1e-5)
+    assert np.allclose(model.embed([question], TextRole.QUERY)[0], batch[0], atol=1e-5)

@@ -28,6 +28,7 @@ from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path, vault_identity
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
 from obsidian_mcp.index.store import (
     SCHEMA_VERSION,
@@ -1378,9 +1379,9 @@ class _Zeros:
     """A model stand-in for counting what the builder looks up (what it finds is not
     what these tests measure, so no vector need mean anything)."""
 
-    model_id = "zeros"
+    model_id = vector_space = "zeros"
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+    def embed(self, texts: Sequence[str], role: TextRole) -> np.ndarray[Any, Any]:
         return np.zeros((len(texts), 8), dtype=np.float32)
 
     def get(self) -> "_Zeros":
@@ -1492,9 +1493,9 @@ def test_every_passage_is_searchable_by_meaning_before_any_is_sharpened(tmp_path
     embedded: list[str] = []
 
     class Recording(_Zeros):
-        def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        def embed(self, texts: Sequence[str], role: TextRole) -> np.ndarray[Any, Any]:
             embedded.extend(texts)
-            return super().embed(texts)
+            return super().embed(texts, role)
 
     EmbeddingBuilder(store, Recording()).run_until_done()  # type: ignore[arg-type]
     first = [text.endswith(" text 0") for text in embedded]

@@ -16,6 +16,7 @@ from mcp.types import TextContent
 
 from obsidian_mcp.config import default_cache_dir
 from obsidian_mcp.index.embedder import Embedder, Matrix, OnnxEmbedder
+from obsidian_mcp.index.recipe import ModelRecipe, Pooling, TextRole
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.files import MemoryFiles
 from obsidian_mcp.memory.index import LogReader, MemoryIndex, parse, terms
@@ -44,12 +45,24 @@ class CountingEmbedder:
         return self._inner.model_id
 
     @property
+    def vector_space(self) -> str:
+        return self._inner.vector_space
+
+    @property
     def dims(self) -> int:
         return self._inner.dims
 
-    def embed(self, texts: Sequence[str]) -> Matrix:
+    @property
+    def recipe(self) -> ModelRecipe:
+        return self._inner.recipe
+
+    @property
+    def pooling(self) -> Pooling | None:
+        return self._inner.pooling
+
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         self.texts += len(texts)
-        return self._inner.embed(texts)
+        return self._inner.embed(texts, role)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Matrix
+from obsidian_mcp.index.recipe import ASSUMED_RECIPE, Pooling, TextRole
 from obsidian_mcp.opening import open_retriever
 from obsidian_mcp.retrieval.candidates import Candidates, DenseRanking
 from obsidian_mcp.retrieval.fusion import fuse, reciprocal_rank_fusion, seated
@@ -50,10 +51,12 @@ def test_fusion_without_seats_is_the_fused_order() -> None:
 class NoModel:
     """Where a dense ranking names its model: never called by fusion."""
 
-    model_id = "none"
+    model_id = vector_space = "none"
     dims = 2
+    recipe = ASSUMED_RECIPE
+    pooling = Pooling.MEAN
 
-    def embed(self, texts: Sequence[str]) -> Matrix:
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         raise AssertionError("fusion does not embed")
 
 

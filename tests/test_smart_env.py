@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from obsidian_mcp.index.embedder import Matrix, OnnxEmbedder
+from obsidian_mcp.index.recipe import ASSUMED_RECIPE, Pooling, TextRole
 from obsidian_mcp.index.smart_blocks import murmur_hash, read_note, sha256_hash
 from obsidian_mcp.index.smart_env import (
     NoteHashes,
@@ -26,6 +27,7 @@ from obsidian_mcp.index.smart_env import (
     same_model,
 )
 from tests.fixture_vault import REPO_ROOT
+from tests.test_memory_meaning import CountingEmbedder
 
 V3_VAULT = REPO_ROOT / "fixtures" / "vault-v3"
 NOTES = {
@@ -191,15 +193,15 @@ class OtherModel:
         self._dims = dims
         self._rng = np.random.default_rng(0)
 
-    @property
-    def model_id(self) -> str:
-        return "other"
+    model_id = vector_space = "other"
+    recipe = ASSUMED_RECIPE
+    pooling = Pooling.MEAN
 
     @property
     def dims(self) -> int:
         return self._dims
 
-    def embed(self, texts: Sequence[str]) -> Matrix:
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         rows = self._rng.normal(size=(len(texts), self._dims)).astype(np.float32)
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -212,26 +214,6 @@ def test_same_model_by_dimension_and_parity(vault: Path, embedder: OnnxEmbedder)
     assert not same_model(vectors, OtherModel(256), vault)
 
 
-class CountingModel:
-    """The real model, counting the texts it is asked to embed."""
-
-    def __init__(self, model: OnnxEmbedder) -> None:
-        self._model = model
-        self.embedded = 0
-
-    @property
-    def model_id(self) -> str:
-        return self._model.model_id
-
-    @property
-    def dims(self) -> int:
-        return self._model.dims
-
-    def embed(self, texts: Sequence[str]) -> Matrix:
-        self.embedded += len(texts)
-        return self._model.embed(texts)
-
-
 @pytest.mark.anyio
 async def test_the_cache_tells_which_model_made_its_vectors_once_per_change(
     vault: Path, embedder: OnnxEmbedder
@@ -239,19 +221,19 @@ async def test_the_cache_tells_which_model_made_its_vectors_once_per_change(
     now = [0.0]
     cache = SmartEnvCache(vault / ".smart-env", clock=lambda: now[0])
     assert await cache.vectors() is not None
-    counting = CountingModel(embedder)
+    counting = CountingEmbedder(embedder)
     assert await cache.made_by(counting)
-    checked = counting.embedded
+    checked = counting.texts
     assert checked > 0
     assert await cache.made_by(counting)
-    assert counting.embedded == checked  # the answer is kept while the files are unchanged
+    assert counting.texts == checked  # the answer is kept while the files are unchanged
     assert not await cache.made_by(OtherModel(384))
     with (vault / ".smart-env" / "smart_env.json").open("a", encoding="utf-8") as settings:
         settings.write("\n")
     now[0] += 10.0
     assert await cache.vectors() is not None
     assert await cache.made_by(counting)
-    assert counting.embedded > checked  # the files changed: checked again
+    assert counting.texts > checked  # the files changed: checked again
 
 
 @pytest.mark.anyio
@@ -262,7 +244,7 @@ async def test_settle_waits_for_a_model_check_under_way(
     it rather than exit under it."""
     cache = SmartEnvCache(vault / ".smart-env")
     assert await cache.vectors() is not None
-    assert await cache.made_by_if_known(CountingModel(embedder)) is None  # started, not done
+    assert await cache.made_by_if_known(CountingEmbedder(embedder)) is None  # started, not done
     cache.settle()
     assert not [t for t in threading.enumerate() if t.name == "checking Smart Connections' model"]
-    assert await cache.made_by_if_known(CountingModel(embedder)) is True
+    assert await cache.made_by_if_known(CountingEmbedder(embedder)) is True

@@ -59,6 +59,7 @@ from mcp.types import TextContent
 from bench.shared.harness import count_tokens
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Embedder
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.memory.model import IdMaker, Memory, encode
 from obsidian_mcp.opening import model_loader
 from obsidian_mcp.server import build_server
@@ -229,8 +230,8 @@ def rrf(rankings: Iterable[Sequence[int]]) -> list[int]:
 def reference_rankings(conversation: Conversation, model: Embedder) -> dict[str, list[list[int]]]:
     """For each question of the conversation, each reference's ranking of its turns."""
     documents = [turn.content for turn in conversation.turns]
-    vectors = model.embed(documents)
-    queries = model.embed([q.text for q in conversation.questions])
+    vectors = model.embed(documents, TextRole.DOCUMENT)
+    queries = model.embed([q.text for q in conversation.questions], TextRole.QUERY)
     out: dict[str, list[list[int]]] = {"BM25": [], "MiniLM": [], "RRF": []}
     for n, question in enumerate(conversation.questions):
         lexical = bm25_ranking(documents, question.text)

@@ -21,6 +21,7 @@ import time
 from bench.shared.harness import REPO_ROOT
 from bench.speed.scale import resident_mib
 from obsidian_mcp.index.embedder import OnnxEmbedder, default_model_files
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.vectors import BUILD_BATCH
 from obsidian_mcp.retrieval.corpus import passage_spans
 from obsidian_mcp.text.markdown import parse_note
@@ -54,16 +55,16 @@ def measure(threads: int, passages: list[str]) -> tuple[float, float, float, flo
     wall-clock rate also measures the neighbours."""
     resident_before = resident_mib(os.getpid())[0]
     embedder = OnnxEmbedder(default_model_files(), threads=threads)
-    embedder.embed(passages[:CALL_SIZE])  # warm-up: first-call allocations
+    embedder.embed(passages[:CALL_SIZE], TextRole.DOCUMENT)  # warm-up: first-call allocations
     started, cpu_started = time.perf_counter(), time.process_time()
     for first in range(0, len(passages), CALL_SIZE):
-        embedder.embed(passages[first : first + CALL_SIZE])
+        embedder.embed(passages[first : first + CALL_SIZE], TextRole.DOCUMENT)
     rate = len(passages) / (time.perf_counter() - started)
     cpu_rate = len(passages) / (time.process_time() - cpu_started)
     query_ms: list[float] = []
     for _ in range(QUERY_RUNS):
         started = time.perf_counter()
-        embedder.embed([QUERY])
+        embedder.embed([QUERY], TextRole.QUERY)
         query_ms.append((time.perf_counter() - started) * 1000)
     grown = resident_mib(os.getpid())[0] - resident_before
     return rate, cpu_rate, statistics.median(query_ms), grown

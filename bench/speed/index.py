@@ -80,6 +80,7 @@ from bench.speed.scale import Probe, ToolTiming, time_tools
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import BUILD_BATCH
 from obsidian_mcp.opening import model_loader, open_retriever
@@ -192,7 +193,7 @@ def model_rate(embedder: Embedder, texts: list[str]) -> float:
     """Texts per second of the model alone on `texts`, a build's batch at a time."""
     started = time.perf_counter()
     for first in range(0, len(texts), BUILD_BATCH):
-        embedder.embed(texts[first : first + BUILD_BATCH])
+        embedder.embed(texts[first : first + BUILD_BATCH], TextRole.DOCUMENT)
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -229,10 +230,10 @@ def _instrumented(
         finally:
             split.writing += time.perf_counter() - started
 
-    def timed_embed(texts: Sequence[str]) -> Matrix:
+    def timed_embed(texts: Sequence[str], role: TextRole) -> Matrix:
         started = time.perf_counter()
         try:
-            return embed(texts)
+            return embed(texts, role)
         finally:
             split.embedding += time.perf_counter() - started
 
@@ -255,7 +256,7 @@ async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) 
     store = retriever.corpus.store
     assert retriever.embedder is not None and retriever.builder is not None
     embedder = await anyio.to_thread.run_sync(retriever.embedder.get)
-    model = embedder.model_id
+    model = embedder.vector_space
     texts = store.count_unembedded(model)
     everything, _ = store.unembedded(model, texts + 1)
     firsts, _ = store.unembedded(model, texts + 1, firsts_only=True)

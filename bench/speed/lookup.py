@@ -36,9 +36,11 @@ _NOTES_PER_WRITE = 500
 class _FreeModel:
     """The model's slot with a model that costs nothing: its vectors mean nothing."""
 
-    model_id = "free"
+    # An older checkout's builder (--code) reads model_id and calls embed(texts); this
+    # one's reads vector_space and passes the texts' role.
+    model_id = vector_space = "free"
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+    def embed(self, texts: Sequence[str], role: object = None) -> np.ndarray[Any, Any]:
         return np.full((len(texts), 384), 0.05, dtype=np.float32)
 
     def get(self) -> "_FreeModel":

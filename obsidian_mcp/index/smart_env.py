@@ -40,6 +40,7 @@ import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.smart_blocks import block_text, hash_matches, read_note
 
 if TYPE_CHECKING:  # the model's runtime is loaded only where a model is used
@@ -545,7 +546,7 @@ def same_model(vectors: StoredVectors, embedder: "Embedder", root: Path) -> bool
     pairs = parity_pairs(vectors, root)
     if not pairs:
         return False
-    ours = embedder.embed([text for text, _ in pairs])
+    ours = embedder.embed([text for text, _ in pairs], TextRole.DOCUMENT)
     theirs = vectors.matrix[[row for _, row in pairs]]
     cosines = (ours * theirs).sum(axis=1)
     median = statistics.median(float(c) for c in cosines)
@@ -686,7 +687,7 @@ class SmartEnvCache:
 
     async def _check_of(self, embedder: "Embedder") -> InThread[bool]:
         async with self._lock:
-            key = (self._signature, embedder.model_id)
+            key = (self._signature, embedder.vector_space)
             if self._model_check is None or self._model_check[0] != key:
                 loaded = self._loaded
                 work = (

@@ -17,6 +17,7 @@ import numpy as np
 
 from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.store import Codes, IndexStore
 
 logger = logging.getLogger(__name__)
@@ -249,6 +250,11 @@ class EmbedderSlot:
         if self._preloading is not None:
             self._preloading.join()
 
+    @property
+    def loaded(self) -> Embedder | None:
+        """The model if it is loaded; never waits."""
+        return self._embedder
+
     def get(self) -> Embedder:
         """The model, loaded now if needed (blocking: call it from a worker thread)."""
         with self._lock:
@@ -300,7 +306,7 @@ class EmbeddingBuilder:
             after = 0
             while not self._stop.is_set():
                 pending, after_these = self._store.unembedded(
-                    embedder.model_id, PENDING_PER_LOOKUP, after, firsts_only=firsts_only
+                    embedder.vector_space, PENDING_PER_LOOKUP, after, firsts_only=firsts_only
                 )
                 if not pending:
                     if after == 0:
@@ -310,7 +316,7 @@ class EmbeddingBuilder:
                 after = after_these
                 done += self._embed(embedder, pending, on_batch)
         if done and not self._stop.is_set():
-            self._store.save_vector_snapshot(embedder.model_id)
+            self._store.save_vector_snapshot(embedder.vector_space)
         return done
 
     def _embed(
@@ -325,8 +331,8 @@ class EmbeddingBuilder:
             if self._stop.is_set():
                 break
             batch = pending[first : first + BUILD_BATCH]
-            vectors = embedder.embed([text for _, text in batch])
-            self._store.put_vectors(embedder.model_id, [digest for digest, _ in batch], vectors)
+            vectors = embedder.embed([text for _, text in batch], TextRole.DOCUMENT)
+            self._store.put_vectors(embedder.vector_space, [digest for digest, _ in batch], vectors)
             done += len(batch)
             if on_batch is not None:
                 on_batch(len(batch))

@@ -15,6 +15,7 @@ import anyio.to_thread
 import numpy as np
 
 from obsidian_mcp.index.embedder import AsyncEmbedder, Embedder, Matrix
+from obsidian_mcp.index.recipe import TextRole
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +76,9 @@ class MemoryVectors:
                     logger.warning("memory recall by meaning is off: %s", self.problem)
         return self.embedder
 
-    async def embed(self, texts: Sequence[str]) -> Matrix:
+    async def embed(self, texts: Sequence[str], role: TextRole) -> Matrix:
         assert self._model is not None
-        return await self._model.embed(list(texts))
+        return await self._model.embed(list(texts), role)
 
     # -- the matrix ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from obsidian_mcp.errors import InvalidArgument, VaultError
 from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.files import (
     MemoryFiles,
@@ -407,7 +408,9 @@ class MemoryStore:
         when = resolve_occurred(occurred, self._clock()) if occurred and occurred.strip() else None
         # The new memory's vector: what finds the memories nearly the same.
         embedder = await self._vectors.load() if self._vectors.available else None
-        vector = await self._vectors.embed([text]) if embedder is not None else None
+        vector = (
+            await self._vectors.embed([text], TextRole.DOCUMENT) if embedder is not None else None
+        )
         if embedder is not None:
             # A new process holds no vectors of the stored memories until its background
             # catch-up has run: its first remember would be compared with nothing.
@@ -455,7 +458,7 @@ class MemoryStore:
             written = await self._write(build)
         if written and vector is not None and embedder is not None:
             async with self._lock:
-                await self._keep_vectors(embedder.model_id, [content_hash(text)], vector)
+                await self._keep_vectors(embedder.vector_space, [content_hash(text)], vector)
         return Remembered(
             stored[0],
             created=bool(written),
@@ -564,7 +567,7 @@ class MemoryStore:
         )
         # The query's vector needs no lock: the model is loaded once and never changes.
         query_vector = (
-            await self._vectors.embed([text])
+            await self._vectors.embed([text], TextRole.QUERY)
             if text and self._vectors.embedder is not None
             else None
         )
@@ -672,7 +675,7 @@ class MemoryStore:
         embedder = await self._vectors.load()
         if embedder is None or self._log is None:
             return
-        model = embedder.model_id
+        model = embedder.vector_space
         embedded = 0
         while True:
             async with self._lock:
@@ -685,7 +688,7 @@ class MemoryStore:
                 return
             for first in range(0, len(missing), _EMBED_BATCH):
                 part = missing[first : first + _EMBED_BATCH]
-                vectors = await self._vectors.embed([text for _, text in part])
+                vectors = await self._vectors.embed([text for _, text in part], TextRole.DOCUMENT)
                 async with self._lock:
                     await self._keep_vectors(model, [hash_ for hash_, _ in part], vectors)
             async with self._lock:

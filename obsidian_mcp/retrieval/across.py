@@ -20,6 +20,7 @@ from typing import TypeVar, cast
 import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Matrix
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.reading import SearchMap
 from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.packing import FileContext, SearchResult, by_score
@@ -136,7 +137,9 @@ async def _relevance(
             continue
         if query_vector is None:  # one model for every vault: the query is embedded once
             embedder = retriever.embedder.get()  # loaded by passage_vectors
-            query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
+            query_vector = (
+                await anyio.to_thread.run_sync(embedder.embed, [query], TextRole.QUERY)
+            )[0]
         near = vectors.similarity(cast(Matrix, query_vector), hashes)
         if not near:
             return None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 
 from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord, ProgressCallback
 from obsidian_mcp.retrieval.cutting import block_text_span, line_of, lines_to_span
@@ -172,7 +173,7 @@ class CandidateSources:
             return None
         embedder = await anyio.to_thread.run_sync(self.embedder.get)
         if self.vectors is None:
-            self.vectors = PassageVectors(embedder.model_id, embedder.dims)
+            self.vectors = PassageVectors(embedder.vector_space, embedder.dims)
         await anyio.to_thread.run_sync(self.vectors.refresh, self.corpus.store)
         return self.vectors
 
@@ -256,9 +257,11 @@ class CandidateSources:
         store = self.corpus.store
         texts = await anyio.to_thread.run_sync(store.texts_of, lacking)
         embedder = self.embedder.get()
-        embedded = await anyio.to_thread.run_sync(embedder.embed, [text for _, text in texts])
+        embedded = await anyio.to_thread.run_sync(
+            embedder.embed, [text for _, text in texts], TextRole.DOCUMENT
+        )
         await anyio.to_thread.run_sync(
-            store.put_vectors, embedder.model_id, [digest for digest, _ in texts], embedded
+            store.put_vectors, embedder.vector_space, [digest for digest, _ in texts], embedded
         )
         await anyio.to_thread.run_sync(vectors.refresh, store)
 
@@ -309,7 +312,7 @@ class CandidateSources:
         if progress.complete:
             await self._drop_stale_vectors(vectors)
         embedder = self.embedder.get()  # loaded by passage_vectors
-        query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query]))[0]
+        query_vector = (await anyio.to_thread.run_sync(embedder.embed, [query], TextRole.QUERY))[0]
         return DenseRanking(
             self._nearest(vectors, query_vector, prefix),
             query_vector,

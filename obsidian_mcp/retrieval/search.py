@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument, VaultError
+from obsidian_mcp.index.embedder import model_status
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -329,7 +330,7 @@ class Retriever:
             return
         embedder = await anyio.to_thread.run_sync(self.embedder.get)
         store = self.corpus.store
-        total = await anyio.to_thread.run_sync(store.count_unembedded, embedder.model_id)
+        total = await anyio.to_thread.run_sync(store.count_unembedded, embedder.vector_space)
         done = 0
 
         def on_batch(count: int) -> None:
@@ -372,6 +373,14 @@ class Retriever:
         }
         if self.builder is not None and self.builder.failure:
             status["build_failure"] = self.builder.failure
+        loaded = self.embedder.loaded if self.embedder is not None else None
+        status["embedding_model"] = (
+            model_status(loaded)
+            if loaded is not None
+            else "none: ranked by keywords"
+            if self.embedder is None
+            else "not loaded yet (it loads for the first search by meaning)"
+        )
         return status
 
     # -- ranked search ---------------------------------------------------------------------

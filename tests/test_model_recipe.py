@@ -1,0 +1,189 @@
+"""A model runs as its folder's model.json says (pooling, prompts per role), checked against
+a reference computed with ONNX Runtime directly; vectors made another way are never read as
+this way's (the passage index and the memory cache both re-embed)."""
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
+import pytest
+from tokenizers import Tokenizer
+
+from obsidian_mcp.config import Settings
+from obsidian_mcp.index.embedder import (
+    DEFAULT_MODEL_ID,
+    ModelUnavailable,
+    OnnxEmbedder,
+    default_model_files,
+    folder_model_files,
+    load_embedder,
+    model_status,
+)
+from obsidian_mcp.index.recipe import BUNDLED_RECIPE, ModelRecipe, Pooling, TextRole, vector_space
+from tests.test_index import retriever_on, small_vault
+from tests.test_memory_meaning import PARAPHRASED, CountingEmbedder, store_at
+
+QUESTIONS = ["who rows the ferry at night?", "lamps"]
+PASSAGES = [
+    "The ferryman will not cross after dark, whatever the fare.",
+    "Tomatoes along the south wall ripen first; the north bed stays green until October.",
+    "eels",
+]
+
+
+def model_folder(root: Path, config: dict[str, object]) -> Path:
+    """The bundled weights and tokenizer in a model folder of their own, with `config` as
+    its model.json."""
+    bundled = default_model_files()
+    root.mkdir(parents=True)
+    (root / "model.onnx").symlink_to(bundled.onnx)
+    (root / "tokenizer.json").symlink_to(bundled.tokenizer)
+    (root / "model.json").write_text(json.dumps(config))
+    return root
+
+
+@cache
+def reference_model() -> tuple[Tokenizer, Any]:
+    bundled = default_model_files()
+    tokenizer = Tokenizer.from_file(str(bundled.tokenizer))
+    tokenizer.no_padding()
+    return tokenizer, ort.InferenceSession(str(bundled.onnx), providers=["CPUExecutionProvider"])
+
+
+def reference(text: str, pooling: Pooling) -> np.ndarray[Any, Any]:
+    """One text's vector computed directly: its word pieces alone (no padding) through ONNX
+    Runtime, pooled as sentence-transformers pools, normalised."""
+    tokenizer, session = reference_model()
+    ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    if "token_type_ids" in {i.name for i in session.get_inputs()}:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    hidden = session.run(None, feeds)[0][0]
+    pooled = {
+        Pooling.CLS: hidden[0],
+        Pooling.MEAN: hidden.mean(axis=0),
+        Pooling.MAX: hidden.max(axis=0),
+        Pooling.LAST_TOKEN: hidden[-1],
+    }[pooling]
+    return pooled / np.linalg.norm(pooled)
+
+
+@pytest.mark.parametrize("pooling", list(Pooling))
+def test_vectors_equal_a_reference_run_with_the_recorded_pooling_and_prompts(
+    tmp_path: Path, pooling: Pooling
+) -> None:
+    """Texts of different lengths in one batch: the padding of the shorter is never pooled."""
+    prompts = {"query": "search the notes for: "}
+    folder = model_folder(tmp_path / "model", {"pooling": pooling.value, "prompts": prompts})
+    model = OnnxEmbedder(folder_model_files(folder))
+    questions = model.embed(QUESTIONS, TextRole.QUERY)
+    passages = model.embed(PASSAGES, TextRole.DOCUMENT)
+    for text, vector in zip(QUESTIONS, questions, strict=True):
+        assert np.allclose(vector, reference(prompts["query"] + text, pooling), atol=1e-5)
+    for text, vector in zip(PASSAGES, passages, strict=True):
+        assert np.allclose(vector, reference(text, pooling), atol=1e-5)
+    # One question alone (the recent-questions path) is the same vector, its prompt and all.
+    assert np.allclose(model.embed(QUESTIONS[:1], TextRole.QUERY)[0], questions[0], atol=1e-6)
+    assert not np.allclose(model.embed(QUESTIONS[:1], TextRole.DOCUMENT)[0], questions[0])
+
+
+def test_the_bundled_model_keeps_its_name_and_a_recipe_change_names_new_vectors(
+    embedder: OnnxEmbedder,
+) -> None:
+    """No user of the bundled model re-embeds; vectors made another way get another name."""
+    assert embedder.recipe == BUNDLED_RECIPE and embedder.vector_space == DEFAULT_MODEL_ID
+    assert model_status(embedder)["thresholds"] == f"measured on {DEFAULT_MODEL_ID}"
+    spaces = {
+        vector_space("m", Pooling.MEAN, ModelRecipe()),
+        vector_space("m", Pooling.CLS, ModelRecipe(Pooling.CLS)),
+        vector_space("m", None, ModelRecipe()),
+        vector_space("m", Pooling.MEAN, ModelRecipe(query_prompt="query: ")),
+        vector_space("m", Pooling.MEAN, ModelRecipe(document_prompt="query: ")),
+    }
+    assert len(spaces) == 5 and "m" in spaces
+    assert vector_space("m", Pooling.CLS, ModelRecipe(Pooling.CLS)) == "m (cls pooling)"
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({"pooling": "average"}, "pooling is 'average', but must be one of mean, cls"),
+        ({"prompts": ["query: "]}, "prompts is ['query: ']"),
+        ({"prompts": {"question": "q: "}}, 'keys "query" and "document"'),
+        ({"normalize": "yes"}, "normalize is 'yes', but must be true or false"),
+    ],
+)
+def test_a_model_json_that_cannot_be_run_as_written_is_refused(
+    tmp_path: Path, config: dict[str, object], says: str
+) -> None:
+    folder = model_folder(tmp_path / "model", config)
+    with pytest.raises(ModelUnavailable, match=r"model\.json: ") as refused:
+        folder_model_files(folder)
+    assert says in str(refused.value) and "delete the key" in str(refused.value)
+    model, note = load_embedder(Settings(model_path=folder))
+    assert model is None and says in note and "OBSIDIAN_MODEL_PATH" in note
+
+
+@pytest.mark.anyio
+async def test_the_index_embeds_again_when_the_recorded_pooling_changes(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    folder = model_folder(tmp_path / "model", {"model_id": "minilm-copy"})
+    first, _ = retriever_on(vault, tmp_path, model_path=folder)
+    await first.build_index()
+    store = first.corpus.store
+    assert store.count_unembedded("minilm-copy") == 0
+    texts = store.count_unembedded("minilm-copy (cls pooling)")
+    assert texts > 0
+    first.close()
+
+    (folder / "model.json").write_text(json.dumps({"model_id": "minilm-copy", "pooling": "cls"}))
+    again, _ = retriever_on(vault, tmp_path, model_path=folder)
+    await again.build_index()
+    store = again.corpus.store
+    assert store.count_unembedded("minilm-copy (cls pooling)") == 0
+    assert store.stats().model == "minilm-copy (cls pooling)"
+    _, hashes, codes, scales = store.vectors_since("minilm-copy (cls pooling)", 0, texts)
+    assert len(hashes) == texts and codes is not None
+    stored = codes.astype(np.float32) * scales[:, None]
+    text = dict(store.texts_of(hashes[:1]))[hashes[0]]
+    assert again.embedder is not None
+    status = again.index_status()["embedding_model"]
+    assert isinstance(status, dict) and status["pooling"] == "cls"
+    cls_vector = reference(text, Pooling.CLS)
+    mean_vector = reference(text, Pooling.MEAN)
+    cosine = stored[0] @ cls_vector / np.linalg.norm(stored[0])
+    assert cosine > 0.99 > float(stored[0] @ mean_vector / np.linalg.norm(stored[0]))
+    again.close()
+
+
+@pytest.mark.anyio
+async def test_the_memory_cache_embeds_again_for_a_model_run_another_way(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    cache = tmp_path / "cache.sqlite"
+    writer = store_at(vault, cache, embedder)
+    for content, tags, _ in PARAPHRASED[:3]:
+        await writer.remember(content, tags, "")
+    await writer.catch_up_meaning()
+
+    bundled = default_model_files()
+    cls_files = folder_model_files(model_folder(tmp_path / "model", {"pooling": "cls"}))
+    assert cls_files.onnx.resolve() == bundled.onnx.resolve()
+    again = CountingEmbedder(OnnxEmbedder(cls_files))
+    await store_at(vault, cache, again).catch_up_meaning()
+    assert again.texts == 3  # none of the mean-pooled vectors was taken for its own
+    same = CountingEmbedder(embedder)
+    await store_at(vault, cache, same).catch_up_meaning()
+    assert same.texts == 0
+
+
+def test_a_prompt_that_leaves_too_little_of_each_text_is_refused(tmp_path: Path) -> None:
+    prompt = "read this carefully before you embed it " * 30
+    folder = model_folder(tmp_path / "model", {"max_tokens": 128, "prompts": {"query": prompt}})
+    model, note = load_embedder(Settings(model_path=folder))
+    assert model is None and "its query prompt is" in note and "shorten it" in note
