@@ -25,8 +25,9 @@ a server ran in it). So only a process that is a server for its whole life turns
 import ctypes
 import gc
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
+from functools import cache
 
 _lock = threading.Lock()
 _loads = 0
@@ -55,23 +56,31 @@ def collector_paused(*, frozen_after: bool = False) -> Generator[None]:
         with _lock:
             if frozen_after and _freezing:
                 gc.freeze()
-                _release_free_memory()
+                release_free_memory()
             _loads -= 1
             if _loads == 0 and _collector_was_on:
                 gc.enable()
 
 
-def _release_free_memory() -> None:
+def release_free_memory() -> None:
     """Hand the C allocator's free pages back to the system (glibc's `malloc_trim`; a
-    no-op where the C library has none): the first load frees its rows and temporary
-    maps, which glibc otherwise keeps resident. At 10,000 notes the server held 5 MB
-    less after the benchmark's calls (372-375 -> 367 MB, python -m bench.speed.index
-    --prebuilt, through the folder). The process's own symbols are looked in, not a
-    library found by name: `ctypes.util.find_library` runs `ldconfig` (or a compiler)
-    in a subprocess, on the way to the first answer."""
-    try:
-        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except (OSError, TypeError):  # Windows loads no library by None
-        return
+    no-op where the C library has none), after work that frees large buffers: glibc
+    raises its mmap threshold after freeing a large block, so later ones (a listing's
+    response body, a load's rows) come from the heap, and their pages stay resident
+    once freed. After the first load, at 10,000 notes, the server held 5 MB less after
+    the benchmark's calls (372-375 -> 367 MB through the folder; python -m
+    bench.speed.index --prebuilt); after each listing (`Corpus._list`), 13-27 MB more. The
+    process's own symbols are looked in, not a library found by name:
+    `ctypes.util.find_library` runs `ldconfig` (or a compiler) in a subprocess, on the
+    way to the first answer."""
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # Windows loads no library by None
+        return None
