@@ -5,11 +5,12 @@ this way's (the passage index and the memory cache both re-embed)."""
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
 import pytest
+from mcp import Client
 from tokenizers import Tokenizer
 
 from obsidian_mcp.config import Settings
@@ -23,8 +24,11 @@ from obsidian_mcp.index.embedder import (
     model_status,
 )
 from obsidian_mcp.index.recipe import BUNDLED_RECIPE, ModelRecipe, Pooling, TextRole, vector_space
+from obsidian_mcp.server import build_server
+from tests.conftest import folder_settings
 from tests.test_index import retriever_on, small_vault
 from tests.test_memory_meaning import PARAPHRASED, CountingEmbedder, store_at
+from tests.test_status import read_status
 
 QUESTIONS = ["who rows the ferry at night?", "lamps"]
 PASSAGES = [
@@ -187,3 +191,30 @@ def test_a_prompt_that_leaves_too_little_of_each_text_is_refused(tmp_path: Path)
     folder = model_folder(tmp_path / "model", {"max_tokens": 128, "prompts": {"query": prompt}})
     model, note = load_embedder(Settings(model_path=folder))
     assert model is None and "its query prompt is" in note and "shorten it" in note
+
+
+@pytest.mark.anyio
+async def test_status_shows_how_the_model_runs_through_a_real_client(tmp_path: Path) -> None:
+    vault = small_vault(tmp_path / "vault")
+    prompts = {"query": "search the notes for: ", "document": ""}
+    folder = model_folder(
+        tmp_path / "model", {"model_id": "mine", "pooling": "cls", "prompts": prompts}
+    )
+    settings = folder_settings(
+        vault, tmp_path / "config", index_dir=tmp_path / "index", model_path=folder
+    )
+    async with Client(build_server(settings)) as client:
+        result = await client.call_tool("vault_semantic_query", {"query": "ferry at night"})
+        assert not result.is_error
+        index = (await read_status(client))["index"]
+    assert isinstance(index, dict)
+    shown = cast(dict[str, Any], index)["embedding_model"]
+    assert {key: shown[key] for key in ("id", "dims", "pooling", "prompts")} == {
+        "id": "mine",
+        "dims": 384,
+        "pooling": "cls",
+        "prompts": prompts,
+    }
+    assert shown["described_by"] == str(folder / "model.json")
+    assert shown["vectors_stored_as"].startswith("mine (cls pooling, prompts ")
+    assert "measured on all-MiniLM-L6-v2's cosines" in shown["thresholds"]

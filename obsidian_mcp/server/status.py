@@ -61,7 +61,8 @@ def register_status_resource(mcp: MCPServer[AppState], state_ref: StateRef) -> N
         "obsidian://status",
         name="status",
         description="Which vault sources this server uses (REST API, vault folder, semantic "
-        "source), the passage index (path, notes, passages, model, size, last update) and "
+        "source), the passage index (path, notes, passages, size, last update; the embedding "
+        "model's id, dimensions, pooling and prompts once loaded) and "
         "any problem with them.",
         mime_type="application/json",
     )
