@@ -2,6 +2,7 @@
 
     python -m bench.retrieval.vaults   # both vaults, index built; ledgerline's first session too
     python -m bench.retrieval.vaults --vault ledgerline --no-first-session
+    python -m bench.retrieval.vaults --no-first-session --model-path DIR   # another model
 
 What a user gets with the default install: the server on the vault folder, no Smart
 Connections, the local passage index built (``obsidian-mcp index``). Each question gets
@@ -105,20 +106,28 @@ def by_slice(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str
     return out
 
 
+# What the servers are given to run another model than the bundled one (`--model-path`).
+ModelEnv = dict[str, str]
+
+
 async def built_index_run(
-    dev_vault: DevVault, questions: Sequence[Question], work: Path
+    dev_vault: DevVault, questions: Sequence[Question], work: Path, model: ModelEnv
 ) -> tuple[list[Trace], Recall]:
     """Each question's first response and follow-up on a built index, and the candidate
     ceiling of each ranking on the same index (`candidate_recall`)."""
     copy = copy_vault(
         work / dev_vault.name / "built" / "vault", vectors=False, source=dev_vault.vault
     )
-    env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config")
+    env = server_env(vault=copy, config_dir=work / dev_vault.name / "built" / "config") | model
     return await _questions_on_built_index(env, questions, f"{dev_vault.name}, index built")
 
 
 async def inside_run(
-    dev_vault: DevVault, questions: Sequence[Question], work: Path, inside: tuple[Path, Path]
+    dev_vault: DevVault,
+    questions: Sequence[Question],
+    work: Path,
+    inside: tuple[Path, Path],
+    model: ModelEnv,
 ) -> tuple[list[Trace], Recall, str]:
     """`built_index_run` with the vault's notes placed among a generated vault's (issue
     38: each development vault inside 10,000 generated notes), in the same folders where
@@ -128,7 +137,7 @@ async def inside_run(
     vault's own notes are embedded here."""
     where = work / dev_vault.name / "inside"
     vault = where / "vault"
-    env = server_env(vault=vault, config_dir=where / "config")
+    env = server_env(vault=vault, config_dir=where / "config") | model
     copy_prebuilt(*inside, vault, env)
     around = sum(1 for _ in vault.rglob("*.md"))
     for note in sorted(dev_vault.vault.rglob("*")):
@@ -178,12 +187,13 @@ async def first_session_run(
     questions: Sequence[Question],
     work: Path,
     mode: str,
+    model: ModelEnv,
 ) -> list[Trace]:
     """Questions asked from the server's start on a copy never indexed, until the first
     minute is over; the traces of those asked within it."""
     where = work / dev_vault.name / f"cold-{list(FIRST_SESSION_MODES).index(mode)}"
     copy = copy_vault(where / "vault", vectors=False, source=dev_vault.vault)
-    env = server_env(vault=copy, config_dir=where / "config") | FIRST_SESSION_MODES[mode]
+    env = server_env(vault=copy, config_dir=where / "config") | FIRST_SESSION_MODES[mode] | model
     order = list(questions)
     random.Random(_ORDER_SEED).shuffle(order)
     asked: list[Trace] = []
@@ -384,9 +394,12 @@ async def run(
     *,
     first_session: bool = True,
     inside: tuple[Path, Path] | None = None,
+    model_path: Path | None = None,
 ) -> dict[str, Any]:
     """The figures of one development vault (by name) or of every one (None); with
-    `inside`, each also among a generated vault's notes (`inside_run`)."""
+    `inside`, each also among a generated vault's notes (`inside_run`); with `model_path`,
+    every server runs that model folder instead of the bundled model."""
+    model: ModelEnv = {} if model_path is None else {"OBSIDIAN_MODEL_PATH": str(model_path)}
     chosen = [v for v in VAULTS if vault in (None, v.name)]
     results: dict[str, Any] = {
         "per_vault": {},
@@ -402,10 +415,12 @@ async def run(
         for dev_vault in chosen:
             questions = load_questions(dev_vault.questions)
             print(f"{dev_vault.name}: {len(questions)} questions", flush=True)
-            traces, recall = await built_index_run(dev_vault, questions, work)
+            traces, recall = await built_index_run(dev_vault, questions, work, model)
             _record(results, dev_vault.name, questions, traces, recall)
             if inside is not None:
-                among, among_recall, name = await inside_run(dev_vault, questions, work, inside)
+                among, among_recall, name = await inside_run(
+                    dev_vault, questions, work, inside, model
+                )
                 _record(results, name, questions, among, among_recall)
                 results["inside"][name] = crowding(dev_vault, traces, among) | {
                     "alone_first": figures(traces)["hit_first"],
@@ -415,7 +430,7 @@ async def run(
                 continue
             built = {t.question: t for t in traces}
             for mode in FIRST_SESSION_MODES:
-                cold = await first_session_run(dev_vault, questions, work, mode)
+                cold = await first_session_run(dev_vault, questions, work, mode, model)
                 same = [built[t.question] for t in cold]
                 waited = re.search(r"waited (\d+) s for the meaning index", cold[0].texts[0])
                 results["first_session"][f"{dev_vault.name}, {mode}"] = {
@@ -467,11 +482,25 @@ def main(argv: list[str] | None = None) -> None:
         "the OBSIDIAN_CACHE_DIR CACHE (python -m bench.shared.generate_vault, then "
         "obsidian-mcp index with that cache; as python -m bench.speed.index --prebuilt)",
     )
+    parser.add_argument(
+        "--model-path",
+        type=Path,
+        help="a model folder (OBSIDIAN_MODEL_PATH: model.onnx, tokenizer.json, model.json) "
+        "every server runs instead of the bundled model",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="where the JSON goes")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     inside = None if args.inside is None else (args.inside[0], args.inside[1])
-    found = anyio.run(partial(run, args.vault, first_session=args.first_session, inside=inside))
+    found = anyio.run(
+        partial(
+            run,
+            args.vault,
+            first_session=args.first_session,
+            inside=inside,
+            model_path=args.model_path,
+        )
+    )
     found["seconds"] = time.perf_counter() - started
     print("\n" + report(found))
     path = save_results(args.out, "vaults", found)
