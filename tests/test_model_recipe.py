@@ -24,6 +24,9 @@ from obsidian_mcp.index.embedder import (
     model_status,
 )
 from obsidian_mcp.index.recipe import BUNDLED_RECIPE, ModelRecipe, Pooling, TextRole, vector_space
+from obsidian_mcp.memory import meaning
+from obsidian_mcp.memory import store as memory_store
+from obsidian_mcp.retrieval import strength
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings
 from tests.test_index import retriever_on, small_vault
@@ -216,5 +219,11 @@ async def test_status_shows_how_the_model_runs_through_a_real_client(tmp_path: P
         "prompts": prompts,
     }
     assert shown["described_by"] == str(folder / "model.json")
+    # The floors it names are the ones in force.
+    for floor in (strength.MEANING_FLOOR, meaning.MEANING_FLOOR, memory_store.NEAR_DUPLICATE):
+        assert (
+            f"from cosine {floor:.2f}" in shown["thresholds"]
+            or f"from {floor:.2f}" in (shown["thresholds"])
+        )
     assert shown["vectors_stored_as"].startswith("mine (cls pooling, prompts ")
     assert "measured on all-MiniLM-L6-v2's cosines" in shown["thresholds"]

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeGuard, cast
 
 import anyio
 import anyio.to_thread
@@ -171,11 +171,7 @@ def recipe_from_config(config: dict[str, Any], where: Path) -> ModelRecipe:
     if pooling not in {mode.value for mode in Pooling}:
         raise refuse("pooling", pooling, f"one of {', '.join(mode.value for mode in Pooling)}")
     prompts: object = config.get("prompts", {})
-    if not isinstance(prompts, dict) or not all(
-        isinstance(value, str) and key in ("query", "document")
-        for key, value in cast(dict[object, object], prompts).items()
-    ):
-        prompts = cast(object, prompts)
+    if not _is_prompts(prompts):
         raise refuse("prompts", prompts, 'an object of strings with keys "query" and "document"')
     normalize = config.get("normalize", True)
     if not isinstance(normalize, bool):
@@ -185,9 +181,12 @@ def recipe_from_config(config: dict[str, Any], where: Path) -> ModelRecipe:
         raise refuse("described_by", described_by, "a string")
     if described_by is None and ("pooling" in config or "prompts" in config):
         described_by = str(where)
-    read = cast(dict[str, str], prompts)
     return ModelRecipe(
-        Pooling(pooling), read.get("query", ""), read.get("document", ""), normalize, described_by
+        Pooling(pooling),
+        prompts.get("query", ""),
+        prompts.get("document", ""),
+        normalize,
+        described_by,
     )
 
 
@@ -261,6 +260,14 @@ def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
     note = f"{embedder.model_id} ({embedder.dims}-d, {how_it_runs(embedder)}; {where})"
     caveat = thresholds_caveat(embedder)
     return embedder, note if caveat is None else f"{note}. {caveat}"
+
+
+def _is_prompts(value: object) -> TypeGuard[dict[str, str]]:
+    """A `prompts` value as model.json takes it: strings under "query" and "document"."""
+    return isinstance(value, dict) and all(
+        isinstance(prompt, str) and role in ("query", "document")
+        for role, prompt in cast(dict[object, object], value).items()
+    )
 
 
 def how_it_runs(embedder: Embedder) -> str:
