@@ -3,6 +3,7 @@ a reference computed with ONNX Runtime directly; vectors made another way are ne
 this way's (the passage index and the memory cache both re-embed)."""
 
 import json
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -26,6 +27,8 @@ from obsidian_mcp.index.embedder import (
 from obsidian_mcp.index.recipe import BUNDLED_RECIPE, ModelRecipe, Pooling, TextRole, vector_space
 from obsidian_mcp.memory import meaning
 from obsidian_mcp.memory import store as memory_store
+from obsidian_mcp.memory.render import render_remembered
+from obsidian_mcp.memory.store import NEAR_DUPLICATE
 from obsidian_mcp.retrieval import strength
 from obsidian_mcp.server import build_server
 from tests.conftest import folder_settings
@@ -159,6 +162,10 @@ async def test_the_index_embeds_again_when_the_recorded_pooling_changes(tmp_path
     assert again.embedder is not None
     status = again.index_status()["embedding_model"]
     assert isinstance(status, dict) and status["pooling"] == "cls"
+    # The meaning floor was measured on the bundled model's cosines: this one's match is
+    # weighed by words.
+    found = await again.semantic_query("who rows the ferry at night?", limit=3)
+    assert found.strength is not None and found.strength.measure == "words"
     cls_vector = reference(text, Pooling.CLS)
     mean_vector = reference(text, Pooling.MEAN)
     cosine = stored[0] @ cls_vector / np.linalg.norm(stored[0])
@@ -227,3 +234,24 @@ async def test_status_shows_how_the_model_runs_through_a_real_client(tmp_path: P
         )
     assert shown["vectors_stored_as"].startswith("mine (cls pooling, prompts ")
     assert "measured on all-MiniLM-L6-v2's cosines" in shown["thresholds"]
+
+
+@pytest.mark.anyio
+async def test_remember_calls_nothing_nearly_the_same_on_a_scale_it_was_not_measured_on(
+    tmp_path: Path,
+) -> None:
+    """ "Nearly the same" asks the agent to forget the new memory; another model's cosines
+    may put unrelated memories above the bundled model's floor, so it lists the closest
+    with their scores instead."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    folder = model_folder(tmp_path / "model", {"prompts": {"document": "note: "}})
+    prompted = OnnxEmbedder(folder_model_files(folder))
+    memories = store_at(vault, tmp_path / "cache.sqlite", prompted)
+    first = await memories.remember("Hobb Marrow hides the guild money in a mutton pie.", ["hobb"])
+    again = await memories.remember("Hobb Marrow hides the guild's money in a mutton pie.", ["pie"])
+    assert again.similar[0].memory.id == first.memory.id
+    assert again.similar[0].score >= NEAR_DUPLICATE and again.near_duplicate is None
+    text = render_remembered(again, datetime.now(UTC))
+    assert "Nearly the same" not in text and "vault_forget" not in text
+    assert f"- {again.short_ids[first.memory.id]} ({again.similar[0].score:.2f})" in text

@@ -302,7 +302,9 @@ def thresholds_caveat(embedder: Embedder) -> str | None:
         f"The similarity thresholds (a passage counts as close in meaning from cosine 0.30, "
         f"a memory from 0.20, a near-duplicate memory from 0.75) were measured on "
         f"{DEFAULT_MODEL_ID}'s cosines; {embedder.model_id} spreads its cosines otherwise, so "
-        "weak matches may pass as close or close ones be missed: rankings are unaffected"
+        "a search's match strength is weighed by words, remember calls no memory nearly the "
+        "same (it lists the closest with their scores), and a memory recall's floors may let "
+        "weak matches through; rankings are unaffected"
     )
 
 

@@ -20,7 +20,7 @@ import anyio.to_thread
 import numpy as np
 
 from obsidian_mcp.errors import InvalidArgument, VaultError
-from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.embedder import Embedder, Matrix, thresholds_caveat
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.files import (
@@ -156,10 +156,16 @@ class Remembered:
     superseded: list[Memory] = field(default_factory=list[Memory])
     # Every id above by its shortest unique ending (`MemoryIndex.short_ids`).
     short_ids: dict[str, str] = field(default_factory=dict[str, str])
+    # Whether `similar`'s scores are on the cosine scale NEAR_DUPLICATE was measured on
+    # (the bundled model's). Another model's may put unrelated memories above it (a 4-bit
+    # multilingual-e5-small scores unrelated texts 0.69), and "nearly the same" asks the
+    # agent to forget the new memory: with another model nothing is called that, and the
+    # closest are still listed with their scores.
+    scores_measured: bool = True
 
     @property
     def near_duplicate(self) -> Memory | None:
-        best = self.similar[0] if self.similar else None
+        best = self.similar[0] if self.similar and self.scores_measured else None
         return best.memory if best is not None and best.score >= NEAR_DUPLICATE else None
 
 
@@ -465,6 +471,7 @@ class MemoryStore:
             similar=similar,
             superseded=replaced,
             short_ids=short_ids,
+            scores_measured=embedder is None or thresholds_caveat(embedder) is None,
         )
 
     @staticmethod

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument, VaultError
-from obsidian_mcp.index.embedder import model_status
+from obsidian_mcp.index.embedder import model_status, thresholds_caveat
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -425,10 +425,12 @@ class Retriever:
         found = fuse(candidates, seats=self.stages.seats)
         index = self.corpus.index
         own_terms = [(t, index.idf(t)) for t in dict.fromkeys(query_terms(query))]
-        found = replace(
-            found,
-            strength=match_strength(self.corpus, candidates, self.candidates.vectors, own_terms),
-        )
+        # MEANING_FLOOR was measured on the bundled model's cosines: another model's match is
+        # weighed by words, whose floor holds for any model.
+        loaded = self.embedder.loaded if self.embedder is not None else None
+        measured = loaded is not None and thresholds_caveat(loaded) is None
+        vectors = self.candidates.vectors if measured else None
+        found = replace(found, strength=match_strength(self.corpus, candidates, vectors, own_terms))
         waited = anyio.current_time() - gathering
         if meaning_wait and waited >= _WAIT_WORTH_SAYING_SECONDS:
             built = f"waited {waited:.0f} s for the meaning index: first question only"
