@@ -30,7 +30,6 @@ from obsidian_mcp.doctor import (
 )
 from obsidian_mcp.errors import VaultError
 from obsidian_mcp.index.bulk import freeze_first_loads
-from obsidian_mcp.index.embedder import folder_model_files
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.index.recipe import TextRole
@@ -400,25 +399,25 @@ async def _trust_url(settings: Settings, url: str, assume_yes: bool) -> int:
 
 def _fetch(settings: Settings, name: str) -> int:
     try:
-        folder = fetch_model(name, cache_dir=settings.cache_dir, hub_url=settings.model_hub_url)
+        fetched = fetch_model(name, cache_dir=settings.cache_dir, hub_url=settings.model_hub_url)
     except ModelFetchError as exc:
         print(f"Could not fetch {name}: {exc}", file=sys.stderr)
         return 1
-    recipe = folder_model_files(folder, name).recipe
+    recipe = fetched.recipe
     prompts = ", ".join(
         f"{role.value} prompt {recipe.prompt(role)!r}" for role in TextRole if recipe.prompt(role)
     )
-    print(f"{name} stored in {folder}")
+    pooling = "pooled by the model" if fetched.pooled_by_model else f"{recipe.pooling} pooling"
+    print(f"{name} stored in {fetched.folder}")
     if recipe.described_by is None:
         print(
             "Its pooling and prompts were not found (no sentence-transformers files, no upstream "
-            "repository that has them, no family we know): mean pooling and no prompts are "
-            f"assumed. If its model card says otherwise, set them in {folder}/model.json "
-            "(README, model section)."
+            f"repository that has them, no family we know): {pooling} and no prompts are "
+            f"assumed. If its model card says otherwise, set them in {fetched.folder}/model.json "
+            "(README, 'Another embedding model')."
         )
     else:
-        how = f"{recipe.pooling} pooling, {prompts or 'no prompts'}"
-        print(f"Run with {how}, read from {recipe.described_by}.")
+        print(f"Run with {pooling}, {prompts or 'no prompts'}, read from {recipe.described_by}.")
     print(f"Use it with OBSIDIAN_MODEL={name}")
     return 0
 

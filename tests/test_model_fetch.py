@@ -65,7 +65,7 @@ def test_fetch_then_load_by_name(
 ) -> None:
     url, _ = hub
     cache = tmp_path / "cache"
-    folder = fetch_model(NAME, cache_dir=cache, hub_url=url)
+    folder = fetch_model(NAME, cache_dir=cache, hub_url=url).folder
     assert folder == cached_model_folder(cache, NAME)
     names = sorted(p.name for p in folder.iterdir())
     assert names == ["model.json", "model.onnx", "tokenizer.json"]
@@ -184,16 +184,28 @@ DESCRIBED = [
                 "README.md": _card("BAAI/bge-small-en-v1.5"),
                 "config.json": {"_name_or_path": "BAAI/bge-small-en-v1.5"},
             },
-            "BAAI/bge-small-en-v1.5": _sentence_transformers("cls_token", {"query": RETRIEVAL}),
+            # BAAI's own files name no prompt; its model card asks for the instruction.
+            "BAAI/bge-small-en-v1.5": _sentence_transformers("cls_token"),
         },
         {
             "pooling": "cls",
             "prompts": {"query": RETRIEVAL, "document": ""},
             "described_by": "BAAI/bge-small-en-v1.5's sentence-transformers files (named by "
-            "Xenova/bge-small-en-v1.5's model card's base_model)",
+            "Xenova/bge-small-en-v1.5's model card's base_model); prompts from the family "
+            "table's entry for Xenova/bge-small-en-v1.5 "
+            "(https://huggingface.co/BAAI/bge-small-en-v1.5)",
             "max_tokens": 512,
         },
-        id="upstream named by the model card",
+        id="upstream named by the model card, prompts from the family table",
+    ),
+    pytest.param(
+        "Org/upstream-query-only",
+        {
+            "Org/upstream-query-only": {"README.md": _card("Org/asymmetric")},
+            "Org/asymmetric": _sentence_transformers("cls_token", {"query": RETRIEVAL}),
+        },
+        {"pooling": "cls", "prompts": {"query": RETRIEVAL, "document": ""}},
+        id="upstream with a query prompt only: documents get none",
     ),
     pytest.param(
         "Port/nomic-port",
@@ -239,6 +251,18 @@ DESCRIBED = [
         {"pooling": "mean", "prompts": {"query": "", "document": ""}},
         id="the family table by the upstream's name",
     ),
+    pytest.param(
+        "Org/long",
+        {
+            "Org/long": _sentence_transformers("mean_tokens")
+            | {
+                "sentence_bert_config.json": {"max_seq_length": 8192},
+                "config.json": {"model_type": "bert", "max_position_embeddings": 512},
+            }
+        },
+        {"max_tokens": 512},
+        id="a sequence limit beyond the position table is cut to it",
+    ),
 ]
 
 
@@ -250,7 +274,7 @@ def test_fetch_records_how_the_model_is_run(
     for repo, files in repos.items():
         _publish(root, repo, files, model=repo == name)
     with serving(root) as url:
-        folder = fetch_model(name, cache_dir=tmp_path / "cache", hub_url=url)
+        folder = fetch_model(name, cache_dir=tmp_path / "cache", hub_url=url).folder
     config = json.loads((folder / "model.json").read_text())
     assert {key: config[key] for key in recorded} == recorded
     files = folder_model_files(folder, name)
@@ -270,7 +294,7 @@ def test_a_model_nothing_describes_is_fetched_and_said_to_be_assumed(tmp_path: P
     _publish(root, "Org/mystery", {"modules.json": "[{not json", "README.md": card})
     cache = tmp_path / "cache"
     with serving(root) as url:
-        folder = fetch_model("Org/mystery", cache_dir=cache, hub_url=url)
+        folder = fetch_model("Org/mystery", cache_dir=cache, hub_url=url).folder
         env = {"OBSIDIAN_CACHE_DIR": str(cache), "OBSIDIAN_MODEL_HUB_URL": url}
         said = run_cli("model", "fetch", "Org/mystery", env=env)
     config = json.loads((folder / "model.json").read_text())
@@ -282,11 +306,21 @@ def test_a_model_nothing_describes_is_fetched_and_said_to_be_assumed(tmp_path: P
 
 
 def test_a_pipeline_the_export_leaves_out_is_refused(tmp_path: Path) -> None:
-    """A Dense layer after pooling is not in an export of the transformer: the vectors
-    would not be the model's, so nothing is fetched."""
+    """A Dense layer after pooling, or a Router between a query and a document encoder, is
+    not in an export of the transformer: the vectors would not be the model's, so nothing
+    is fetched. Nor is a model that cannot read as far as its sequence limit says."""
     root = tmp_path / "hub"
     _publish(root, "Org/dense", _sentence_transformers("mean_tokens", None, "Dense"))
+    router = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Router"}]
+    _publish(root, "Org/router", {"modules.json": router})
+    unread = _sentence_transformers("mean_tokens")
+    _publish(root, "Org/unread", unread | {"sentence_bert_config.json": {"max_seq_length": 4096}})
     cache = tmp_path / "cache"
-    with serving(root) as url, pytest.raises(ModelFetchError, match=r"Dense \(3_Dense\)"):
-        fetch_model("Org/dense", cache_dir=cache, hub_url=url)
+    with serving(root) as url:
+        with pytest.raises(ModelFetchError, match=r"Dense \(3_Dense\)"):
+            fetch_model("Org/dense", cache_dir=cache, hub_url=url)
+        with pytest.raises(ModelFetchError, match=r"Router \(top level\)"):
+            fetch_model("Org/router", cache_dir=cache, hub_url=url)
+        with pytest.raises(ModelFetchError, match="cannot read 1024 word pieces"):
+            fetch_model("Org/unread", cache_dir=cache, hub_url=url)
     assert list((cache / "models").iterdir()) == []

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+import onnx
 import onnxruntime as ort  # pyright: ignore[reportMissingTypeStubs]
 import pytest
 from mcp import Client
+from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer
 
 from obsidian_mcp.config import Settings
@@ -124,6 +126,8 @@ def test_the_bundled_model_keeps_its_name_and_a_recipe_change_names_new_vectors(
         ({"prompts": ["query: "]}, "prompts is ['query: ']"),
         ({"prompts": {"question": "q: "}}, 'keys "query" and "document"'),
         ({"normalize": "yes"}, "normalize is 'yes', but must be true or false"),
+        ({"max_tokens": True}, "max_tokens is True, but must be a whole number"),
+        ({"max_tokens": "512"}, "max_tokens is '512', but must be a whole number"),
     ],
 )
 def test_a_model_json_that_cannot_be_run_as_written_is_refused(
@@ -227,7 +231,12 @@ async def test_status_shows_how_the_model_runs_through_a_real_client(tmp_path: P
     }
     assert shown["described_by"] == str(folder / "model.json")
     # The floors it names are the ones in force.
-    for floor in (strength.MEANING_FLOOR, meaning.MEANING_FLOOR, memory_store.NEAR_DUPLICATE):
+    for floor in (
+        strength.MEANING_FLOOR,
+        meaning.MEANING_FLOOR,
+        memory_store.SIMILAR_FLOOR,
+        memory_store.NEAR_DUPLICATE,
+    ):
         assert (
             f"from cosine {floor:.2f}" in shown["thresholds"]
             or f"from {floor:.2f}" in (shown["thresholds"])
@@ -255,3 +264,26 @@ async def test_remember_calls_nothing_nearly_the_same_on_a_scale_it_was_not_meas
     text = render_remembered(again, datetime.now(UTC))
     assert "Nearly the same" not in text and "vault_forget" not in text
     assert f"- {again.short_ids[first.memory.id]} ({again.similar[0].score:.2f})" in text
+
+
+def test_an_export_of_a_few_values_per_text_is_no_embedding_model(tmp_path: Path) -> None:
+    """A classifier's logits or a cross-encoder's score come out one row per text, as a
+    pooled embedding does: too few values to be one, it is refused."""
+    folder = model_folder(tmp_path / "model", {})
+    (folder / "model.onnx").unlink()
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "pieces"])
+    mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "pieces"])
+    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 2])
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["as_float"], to=TensorProto.FLOAT),
+        helper.make_node("Slice", ["as_float", "starts", "ends", "axes"], ["logits"]),
+    ]
+    constants = [
+        numpy_helper.from_array(np.array([value], dtype=np.int64), name)
+        for name, value in (("starts", 0), ("ends", 2), ("axes", 1))
+    ]
+    graph = helper.make_graph(nodes, "logits", [ids, mask], [logits], constants)
+    classifier = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(classifier, folder / "model.onnx")
+    loaded, note = load_embedder(Settings(model_path=folder))
+    assert loaded is None and "outputs 2 values per text" in note and "classifier" in note

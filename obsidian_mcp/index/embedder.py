@@ -64,6 +64,13 @@ BATCH_SIZE = 32
 # times the slowest vault alone at p90 (python -m bench.retrieval.several_vaults) until the later
 # embeddings found the first. A handful covers the questions of one turn.
 RECENT_QUESTIONS = 16
+# The longest text `check_longest_text` embeds: no text the server embeds is longer (a
+# memory holds at most 4,000 characters, about 1,000 word pieces), and a model read to its
+# 8,192 pieces (nomic-embed) would need gigabytes for one check.
+LONGEST_CHECKED = 1024
+# Fewer values per text than this is not a sentence embedding (a classifier's logits, a
+# cross-encoder's score): the smallest embedding models in use have 64 and more.
+MIN_DIMS = 32
 # The text the model embeds at load, to learn its dimensions and to check an optimized copy
 # against the original model.
 PROBE_TEXT = "dimension probe"
@@ -146,12 +153,17 @@ def folder_model_files(folder: Path, model_id: str | None = None) -> ModelFiles:
         if not isinstance(loaded, dict):
             raise ModelUnavailable(f"{config_file} is not a JSON object: fix or delete it")
         config = cast(dict[str, Any], loaded)
-    max_tokens = config.get("max_tokens")
+    max_tokens = config.get("max_tokens", DEFAULT_MAX_TOKENS)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+        raise ModelUnavailable(
+            f"{config_file}: max_tokens is {max_tokens!r}, but must be a whole number of word "
+            f"pieces above 0: fix it, or delete the key for {DEFAULT_MAX_TOKENS}"
+        )
     return ModelFiles(
         str(config.get("model_id") or model_id or folder.name),
         folder / ONNX_FILE,
         folder / TOKENIZER_FILE,
-        max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_TOKENS,
+        max_tokens,
         recipe_from_config(config, config_file),
     )
 
@@ -245,6 +257,7 @@ def load_embedder(settings: Settings) -> tuple["OnnxEmbedder | None", str]:
             threads=settings.model_threads,
             optimized_cache=optimized_model_cache(settings),
         )
+        embedder.check_longest_text()
     # ONNX Runtime and tokenizers raise their own untyped errors for a corrupt or foreign
     # file; any of them means "this model cannot be used", never "stop the server".
     except Exception as exc:
@@ -300,7 +313,8 @@ def thresholds_caveat(embedder: Embedder) -> str | None:
         return None
     return (
         f"The similarity thresholds (a passage counts as close in meaning from cosine 0.30, "
-        f"a memory from 0.20, a near-duplicate memory from 0.75) were measured on "
+        f"a memory from 0.20; remember lists a stored memory as close from 0.60, nearly the "
+        f"same from 0.75) were measured on "
         f"{DEFAULT_MODEL_ID}'s cosines; {embedder.model_id} spreads its cosines otherwise, so "
         "a search's match strength is weighed by words, remember calls no memory nearly the "
         "same (it lists the closest with their scores), and a memory recall's floors may let "
@@ -408,8 +422,30 @@ class OnnxEmbedder:
         probe = self.embed([PROBE_TEXT], TextRole.DOCUMENT)
         if probe.ndim != 2 or probe.shape[1] == 0 or not np.all(np.isfinite(probe)):
             raise ValueError(f"{files.onnx} does not output one vector per text")
+        if probe.shape[1] < MIN_DIMS:
+            raise ValueError(
+                f"it outputs {probe.shape[1]} values per text, too few for a sentence "
+                "embedding: a classifier's or a cross-encoder's export"
+            )
         self._dims = int(probe.shape[1])
         self._vector_space = vector_space(self._model_id, self._pooling, self._recipe)
+        self._max_tokens = limit
+
+    def check_longest_text(self) -> None:
+        """Embed one text as long as the model is set to read: a `max_tokens` beyond the
+        model's position table loads and answers short texts, then fails on the first
+        long one (in a background build, which stops there). Run where a model is checked
+        (`model fetch`, `doctor`), not on each start: it takes a long model a second."""
+        longest = min(self._max_tokens, LONGEST_CHECKED)
+        try:
+            self._run([self._tokenizer.encode("word " * longest).ids])
+        # ONNX Runtime's own error for an index past the position table is untyped.
+        except Exception as exc:
+            raise ValueError(
+                f"the model cannot read {longest} word pieces, though its max_tokens is "
+                f"{self._max_tokens} ({type(exc).__name__}: {str(exc)[:120]}): lower "
+                "max_tokens in its model.json to the model's sequence limit"
+            ) from exc
 
     @property
     def loaded_from(self) -> Path:

@@ -18,7 +18,8 @@ import logging
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,10 +45,16 @@ ONNX_CANDIDATES = ("onnx/model.onnx", "model.onnx")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 # A module's folder inside its repository (modules.json), as sentence-transformers names them
 # ("1_Pooling"); anything else is not fetched.
-_FOLDER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_FOLDER_RE = re.compile(
+    r"[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*"
+)
 # The most read of a file that describes a model (a model card, a JSON configuration; the
 # largest real ones are tens of kilobytes).
 DESCRIPTION_BYTES = 1 << 20
+# Where a fetch downloads before its folder takes the cache entry's place; a fetch killed
+# midway leaves one, and one older than STALE_FETCH_SECONDS is no fetch under way.
+_STAGING_PREFIX = ".fetch-"
+STALE_FETCH_SECONDS = 3600
 _TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
@@ -79,8 +86,9 @@ class _Hub:
                 return False
             if response.status_code in (401, 403):
                 raise ModelFetchError(
-                    f"{url} needs authorisation ({response.status_code}): the model is private "
-                    "or gated; pick a public model, or download it yourself and set "
+                    f"{url} needs authorisation ({response.status_code}): the hub answers so "
+                    "for a name it does not have as for a private or gated model; check the "
+                    "name on the hub, pick a public model, or download it yourself and set "
                     "OBSIDIAN_MODEL_PATH"
                 )
             if response.status_code != 200:
@@ -177,7 +185,7 @@ def _prompts(config: dict[str, Any] | None) -> dict[TextRole, str]:
     default = named.get(default_name.lower()) if isinstance(default_name, str) else None
     chosen: dict[TextRole, str] = {}
     for role, names in _PROMPT_NAMES.items():
-        found = next((named[name] for name in names if name in named), default)
+        found = next((named[name] for name in names if isinstance(named.get(name), str)), default)
         chosen[role] = found if isinstance(found, str) else ""
     return chosen
 
@@ -202,16 +210,22 @@ def sentence_transformers_description(hub: _Hub, repo: str, *, via: str = "") ->
         (str(entry.get("type", "")).rsplit(".", 1)[-1], str(entry.get("path", "")))
         for entry in entries
     ]
-    pooling_folder = next((path for kind, path in kinds if kind == "Pooling"), None)
-    if pooling_folder is None or not _FOLDER_RE.fullmatch(pooling_folder):
-        return None
-    pooling_config = hub.json_object(repo, f"{pooling_folder}/config.json")
-    if pooling_config is None:
-        return None
-    chosen = [key for key, on in pooling_config.items() if key.startswith("pooling_mode") and on]
     not_run = [
         f"{kind} ({path or 'top level'})" for kind, path in kinds if kind not in _MODULES_RUN
     ]
+    pooling_folder = next((path.strip("/") for kind, path in kinds if kind == "Pooling"), None)
+    pooling_config = (
+        hub.json_object(repo, f"{pooling_folder}/config.json")
+        if pooling_folder is not None and _FOLDER_RE.fullmatch(pooling_folder)
+        else None
+    )
+    if pooling_config is None:
+        if not not_run:
+            return None
+        # A pipeline this server does not run (a Router of a query and a document encoder,
+        # say): described, so that the fetch refuses it.
+        pooling_config = {}
+    chosen = [key for key, on in pooling_config.items() if key.startswith("pooling_mode") and on]
     if pooling_config.get("include_prompt") is False:
         not_run.append("pooling that leaves the prompt's word pieces out (include_prompt: false)")
     # Two modes at once are concatenated by sentence-transformers: not run here.
@@ -258,38 +272,82 @@ def upstream_of(hub: _Hub, repo: str) -> tuple[str, str] | None:
 def describe(hub: _Hub, name: str) -> Description:
     """How to run `name`, from the first that says: its own sentence-transformers files;
     those of the upstream repository it names; the family table (model_families.py) by
-    its name or its upstream's; else assumed (mean pooling, no prompts)."""
+    its name or its upstream's; else assumed (mean pooling, no prompts). Files that give
+    no prompt take the family's: BAAI's and intfloat's own files name none, though their
+    model cards ask for BGE's instruction and E5's "query: " / "passage: "."""
     own = sentence_transformers_description(hub, name)
-    if own is not None:
-        return own
-    max_tokens = _max_tokens(hub, name)
-    upstream = upstream_of(hub, name)
-    if upstream is not None:
+    upstream = None if own is not None else upstream_of(hub, name)
+    family = next(
+        (
+            recipe
+            for repo in (name, *(upstream[:1] if upstream else ()))
+            if (recipe := family_recipe(repo)) is not None
+        ),
+        None,
+    )
+    found = own
+    if found is None and upstream is not None:
         repo, where = upstream
         found = sentence_transformers_description(hub, repo, via=f" (named by {name}'s {where})")
         if found is not None:
-            return Description(found.recipe, max_tokens or found.max_tokens, found.not_run)
-    for repo in (name, *(upstream[:1] if upstream else ())):
-        recipe = family_recipe(repo)
-        if recipe is not None:
-            return Description(recipe, max_tokens)
-    return Description(ASSUMED_RECIPE, max_tokens)
+            found = replace(found, max_tokens=_max_tokens(hub, name) or found.max_tokens)
+    if found is None:
+        return Description(family or ASSUMED_RECIPE, _max_tokens(hub, name))
+    recipe = found.recipe
+    if family is not None and not (recipe.query_prompt or recipe.document_prompt):
+        recipe = replace(
+            recipe,
+            query_prompt=family.query_prompt,
+            document_prompt=family.document_prompt,
+            described_by=f"{recipe.described_by}; prompts from {family.described_by}",
+        )
+    return replace(found, recipe=recipe)
+
+
+# Architectures whose position ids start after the padding id (RoBERTa's scheme): they read
+# max_position_embeddings - pad_token_id - 1 word pieces (514 - 1 - 1 = 512).
+_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert", "mpnet", "longformer"})
+
+
+def _position_limit(hub: _Hub, repo: str) -> int | None:
+    """The most word pieces the model's position table holds, from its config.json; a
+    sequence limit above it (sentence_bert_config.json says 8192 for some 512-position
+    ports) would load, then fail on the first long text."""
+    config = hub.json_object(repo, "config.json") or {}
+    positions = config.get("max_position_embeddings")
+    if isinstance(positions, bool) or not isinstance(positions, int) or positions <= 0:
+        return None
+    pad = config.get("pad_token_id")
+    if config.get("model_type") in _OFFSET_POSITIONS and isinstance(pad, int) and pad >= 0:
+        return max(positions - pad - 1, 1)
+    return positions
 
 
 def _is_name(name: str) -> bool:
     return bool(_NAME_RE.match(name)) and ".." not in name
 
 
-def fetch_model(name: str, *, cache_dir: Path, hub_url: str) -> Path:
+@dataclass(frozen=True, slots=True)
+class FetchedModel:
+    folder: Path
+    recipe: ModelRecipe
+    # The export outputs one vector per text: the recipe's pooling is not used.
+    pooled_by_model: bool
+
+
+def fetch_model(name: str, *, cache_dir: Path, hub_url: str) -> FetchedModel:
     """Download model `name` (e.g. `Xenova/all-MiniLM-L6-v2`) into the cache, with how to
-    run it (`describe`) in its model.json; its folder."""
+    run it (`describe`) in its model.json."""
     if not _is_name(name):
         raise ModelFetchError(
             f"{name!r} is not a model name: use the hub's owner/name, e.g. Xenova/all-MiniLM-L6-v2"
         )
     folder = cached_model_folder(cache_dir, name)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=folder.parent))
+    for leftover in folder.parent.glob(f"{_STAGING_PREFIX}*"):
+        if time.time() - leftover.stat().st_mtime > STALE_FETCH_SECONDS:
+            shutil.rmtree(leftover, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=folder.parent))
     try:
         with httpx.Client(timeout=_TIMEOUT, follow_redirects=True) as client:
             hub = _Hub(client, hub_url)
@@ -306,10 +364,13 @@ def fetch_model(name: str, *, cache_dir: Path, hub_url: str) -> Path:
                     "Xenova/all-MiniLM-L6-v2)"
                 )
             description = describe(hub, name)
+            limit = _position_limit(hub, name)
+            if limit is not None and (description.max_tokens or DEFAULT_MAX_TOKENS) > limit:
+                description = replace(description, max_tokens=limit)
         (staging / MODEL_CONFIG).write_text(
             json.dumps(model_config(name, description), indent=2) + "\n", "utf-8"
         )
-        _check_runs(staging, name, description)
+        pooled_by_model = _check_runs(staging, name, description)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
@@ -321,7 +382,7 @@ def fetch_model(name: str, *, cache_dir: Path, hub_url: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logger.info("fetched %s into %s", name, folder)
-    return folder
+    return FetchedModel(folder, description.recipe, pooled_by_model)
 
 
 def model_config(name: str, description: Description) -> dict[str, object]:
@@ -342,11 +403,13 @@ def model_config(name: str, description: Description) -> dict[str, object]:
     return config
 
 
-def _check_runs(folder: Path, name: str, description: Description) -> None:
-    """Load the fetched model once: it must load, and it must give the vectors its authors'
-    pipeline gives (an export of the transformer alone leaves out a Dense layer after it)."""
+def _check_runs(folder: Path, name: str, description: Description) -> bool:
+    """Load the fetched model once: it must load, read texts as long as its sequence limit,
+    and give the vectors its authors' pipeline gives (an export of the transformer alone
+    leaves out a Dense layer after it). Whether the export pools itself."""
     try:
         embedder = OnnxEmbedder(folder_model_files(folder, name))
+        embedder.check_longest_text()
     # Whatever ONNX Runtime or tokenizers raise, the download is not a usable model.
     except Exception as exc:
         raise ModelFetchError(
@@ -360,3 +423,4 @@ def _check_runs(folder: Path, name: str, description: Description) -> None:
             "would not be the ones it was trained to give. Pick an ONNX export that outputs "
             "one vector per text, or another model"
         )
+    return embedder.pooling is None
