@@ -193,7 +193,8 @@ def _prompts(config: dict[str, Any] | None) -> dict[TextRole, str]:
 def sentence_transformers_description(hub: _Hub, repo: str, *, via: str = "") -> Description | None:
     """How `repo`'s own sentence-transformers files say to run it (modules.json, its
     Pooling module's config.json, config_sentence_transformers.json); None without
-    modules.json or a pooling mode. `via` says how the repo was found."""
+    modules.json, or when it lists only modules this server runs and no pooling config can
+    be read (the fetch then looks further). `via` says how the repo was found."""
     modules = hub.text(repo, "modules.json")
     try:
         listed: object = json.loads(modules) if modules is not None else None
