@@ -600,7 +600,8 @@ def reference_scores(corpus: Corpus, query: list[str]) -> dict[int, float]:
     """Keyword scores as the in-memory index gave them before FTS5 (every passage's terms
     in a Python BM25, heading and name bonuses), computed here from the passages' text."""
     chunks = [chunk for record in corpus.records() for chunk in record.chunks]
-    texts = {chunk.id: corpus.chunk_terms(chunk.id) for chunk in chunks}
+    ids = [chunk.id for chunk in chunks]
+    texts = dict(zip(ids, corpus.chunks_terms(ids), strict=True))
     count, average = len(texts), sum(map(len, texts.values())) / len(texts)
     frequency = Counter(term for terms_of in texts.values() for term in set(terms_of))
 

@@ -494,10 +494,13 @@ class Corpus:
     def chunk(self, chunk_id: int) -> Chunk:
         return self._chunks[chunk_id]
 
-    def chunk_terms(self, chunk_id: int) -> list[str]:
-        """The passage's index terms (as `cut_note` stores them), from its text."""
-        chunk = self._chunks[chunk_id]
-        return _terms_in(self._notes[chunk.path].content, chunk)
+    def chunks_terms(self, chunk_ids: Sequence[int]) -> list[list[str]]:
+        """Each passage's index terms (as `cut_note` stores them), from its note's text:
+        the texts read from the index at once (`contents`), not one read a passage."""
+        chunks = [self._chunks[chunk_id] for chunk_id in chunk_ids]
+        records = list({chunk.path: self._notes[chunk.path] for chunk in chunks}.values())
+        text_of = dict(zip((r.path for r in records), self.contents(records), strict=True))
+        return [_terms_in(text_of[chunk.path], chunk) for chunk in chunks]
 
     def chunks_of_text(self, digest: str) -> set[int]:
         """The passages one of whose embedded texts has this hash (a text may recur)."""

@@ -71,8 +71,8 @@ def by_words(
     if total <= 0:
         return MatchStrength("words", 0.0)
     best = 0.0
-    for chunk_id in keyword[:_WORDS_DEPTH]:
-        held = set(corpus.chunk_terms(chunk_id))
+    for terms_of in corpus.chunks_terms(keyword[:_WORDS_DEPTH]):
+        held = set(terms_of)
         best = max(best, sum(weight for term, weight in weighted if term in held) / total)
     return MatchStrength("words", best)
 
