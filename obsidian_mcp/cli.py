@@ -32,7 +32,7 @@ from obsidian_mcp.errors import VaultError
 from obsidian_mcp.index.bulk import freeze_first_loads
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
-from obsidian_mcp.index.recipe import TextRole
+from obsidian_mcp.index.recipe import how_pooled_and_prompted
 from obsidian_mcp.memory.model import Tombstone, encode
 from obsidian_mcp.memory.render import format_memory
 from obsidian_mcp.memory.store import UnknownMemoryId
@@ -404,20 +404,17 @@ def _fetch(settings: Settings, name: str) -> int:
         print(f"Could not fetch {name}: {exc}", file=sys.stderr)
         return 1
     recipe = fetched.recipe
-    prompts = ", ".join(
-        f"{role.value} prompt {recipe.prompt(role)!r}" for role in TextRole if recipe.prompt(role)
-    )
-    pooling = "pooled by the model" if fetched.pooled_by_model else f"{recipe.pooling} pooling"
+    how = how_pooled_and_prompted(recipe, None if fetched.pooled_by_model else recipe.pooling)
     print(f"{name} stored in {fetched.folder}")
     if recipe.described_by is None:
         print(
             "Its pooling and prompts were not found (no sentence-transformers files, no upstream "
-            f"repository that has them, no family we know): {pooling} and no prompts are "
-            f"assumed. If its model card says otherwise, set them in {fetched.folder}/model.json "
-            "(README, 'Another embedding model')."
+            f"repository that has them, no family we know): {how} are assumed. If its model "
+            f"card says otherwise, set them in {fetched.folder}/model.json (README, 'Another "
+            "embedding model')."
         )
     else:
-        print(f"Run with {pooling}, {prompts or 'no prompts'}, read from {recipe.described_by}.")
+        print(f"Run with {how}, read from {recipe.described_by}.")
     print(f"Use it with OBSIDIAN_MODEL={name}")
     return 0
 

@@ -299,7 +299,7 @@ def test_a_model_nothing_describes_is_fetched_and_said_to_be_assumed(tmp_path: P
         said = run_cli("model", "fetch", "Org/mystery", env=env)
     config = json.loads((folder / "model.json").read_text())
     assert set(config) == {"model_id", "max_tokens"}
-    assert said.returncode == 0 and "mean pooling and no prompts are assumed" in said.stdout
+    assert said.returncode == 0 and "mean pooling, no prompts are assumed" in said.stdout
     loaded, note = load_embedder(Settings(model="Org/mystery", cache_dir=cache))
     assert loaded is not None and loaded.vector_space == "Org/mystery"
     assert "ASSUMED" in note and "measured on all-MiniLM-L6-v2's cosines" in note

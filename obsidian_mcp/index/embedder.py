@@ -44,6 +44,7 @@ from obsidian_mcp.index.recipe import (
     ModelRecipe,
     Pooling,
     TextRole,
+    how_pooled_and_prompted,
     vector_space,
 )
 
@@ -286,15 +287,6 @@ def _is_prompts(value: object) -> TypeGuard[dict[str, str]]:
 def how_it_runs(embedder: Embedder) -> str:
     """The model's pooling and prompts, and where they were read, for doctor and status."""
     recipe = embedder.recipe
-    pooling = "pooled by the model" if embedder.pooling is None else f"{embedder.pooling} pooling"
-    prompts = (
-        ", ".join(
-            f"{role.value} prompt {recipe.prompt(role)!r}"
-            for role in TextRole
-            if recipe.prompt(role)
-        )
-        or "no prompts"
-    )
     source = (
         f"read from {recipe.described_by}"
         if recipe.described_by
@@ -303,13 +295,19 @@ def how_it_runs(embedder: Embedder) -> str:
         "did not read them) or set them in its model.json (README, 'Another embedding "
         "model')"
     )
-    return f"{pooling}, {prompts}, {source}"
+    return f"{how_pooled_and_prompted(recipe, embedder.pooling)}, {source}"
+
+
+def on_measured_scale(embedder: Embedder) -> bool:
+    """Whether the model's cosines are the ones the similarity thresholds were measured on:
+    the bundled model's, run as it is bundled."""
+    return embedder.vector_space == DEFAULT_MODEL_ID
 
 
 def thresholds_caveat(embedder: Embedder) -> str | None:
     """What to know of the cosine thresholds with a model other than the bundled one;
     None for the bundled one, which they were measured on."""
-    if embedder.vector_space == DEFAULT_MODEL_ID:
+    if on_measured_scale(embedder):
         return None
     return (
         f"The similarity thresholds (a passage counts as close in meaning from cosine 0.30, "

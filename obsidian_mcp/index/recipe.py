@@ -53,6 +53,16 @@ BUNDLED_RECIPE = ModelRecipe(
 )
 
 
+def how_pooled_and_prompted(recipe: ModelRecipe, pooling: Pooling | None) -> str:
+    """The pooling applied (`pooling`: the recipe's, or None where the model's output is
+    already one vector per text) and each role's prompt, in words."""
+    prompts = ", ".join(
+        f"{role.value} prompt {recipe.prompt(role)!r}" for role in TextRole if recipe.prompt(role)
+    )
+    pooled = "pooled by the model" if pooling is None else f"{pooling} pooling"
+    return f"{pooled}, {prompts or 'no prompts'}"
+
+
 def vector_space(model_id: str, pooling: Pooling | None, recipe: ModelRecipe) -> str:
     """The name under which a model's vectors are stored (passage index, memory cache):
     the model, and how it was run when that is not mean pooling without prompts, so that

@@ -20,7 +20,7 @@ import anyio.to_thread
 import numpy as np
 
 from obsidian_mcp.errors import InvalidArgument, VaultError
-from obsidian_mcp.index.embedder import Embedder, Matrix, thresholds_caveat
+from obsidian_mcp.index.embedder import Embedder, Matrix, on_measured_scale
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.memory.cache import open_cache
 from obsidian_mcp.memory.files import (
@@ -471,7 +471,7 @@ class MemoryStore:
             similar=similar,
             superseded=replaced,
             short_ids=short_ids,
-            scores_measured=embedder is None or thresholds_caveat(embedder) is None,
+            scores_measured=embedder is None or on_measured_scale(embedder),
         )
 
     @staticmethod

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument, VaultError
-from obsidian_mcp.index.embedder import model_status, thresholds_caveat
+from obsidian_mcp.index.embedder import model_status, on_measured_scale
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -428,7 +428,7 @@ class Retriever:
         # MEANING_FLOOR was measured on the bundled model's cosines: another model's match is
         # weighed by words, whose floor holds for any model.
         loaded = self.embedder.loaded if self.embedder is not None else None
-        measured = loaded is not None and thresholds_caveat(loaded) is None
+        measured = loaded is not None and on_measured_scale(loaded)
         vectors = self.candidates.vectors if measured else None
         found = replace(found, strength=match_strength(self.corpus, candidates, vectors, own_terms))
         waited = anyio.current_time() - gathering
