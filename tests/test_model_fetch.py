@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,14 +30,23 @@ NAME = "Xenova/all-MiniLM-L6-v2"
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
+    """Serves the hub's files, logging nothing; each request's path is kept in
+    `requested` when one is given."""
+
+    def __init__(self, *args: Any, requested: list[str] | None = None, **kwargs: Any) -> None:
+        self.requested = requested
+        super().__init__(*args, **kwargs)
+
     def log_message(self, format: str, *args: object) -> None:
-        pass
+        if self.requested is not None and format.startswith('"%s"'):
+            self.requested.append(self.path)
 
 
 @contextmanager
-def serving(root: Path) -> Iterator[str]:
+def serving(root: Path, requested: list[str] | None = None) -> Iterator[str]:
     """A hub on loopback over the folder `root`; its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(root)))
+    handler = partial(QuietHandler, directory=str(root), requested=requested)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -273,10 +283,12 @@ def test_fetch_records_how_the_model_is_run(
     root = tmp_path / "hub"
     for repo, files in repos.items():
         _publish(root, repo, files, model=repo == name)
-    with serving(root) as url:
+    requested: list[str] = []
+    with serving(root, requested) as url:
         folder = fetch_model(name, cache_dir=tmp_path / "cache", hub_url=url).folder
     config = json.loads((folder / "model.json").read_text())
     assert {key: config[key] for key in recorded} == recorded
+    assert len(requested) == len(set(requested)), "a file was downloaded twice"
     files = folder_model_files(folder, name)
     assert files.recipe.described_by == config["described_by"]
     assert sorted(p.name for p in folder.iterdir()) == [

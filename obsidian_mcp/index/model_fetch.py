@@ -74,6 +74,7 @@ class _Hub:
     def __init__(self, client: httpx.Client, hub_url: str) -> None:
         self._client = client
         self._url = hub_url.rstrip("/")
+        self._texts: dict[str, str | None] = {}
 
     def url(self, repo: str, path: str) -> str:
         return f"{self._url}/{repo}/resolve/main/{path}"
@@ -101,8 +102,14 @@ class _Hub:
 
     def text(self, repo: str, path: str) -> str | None:
         """A small text file of the repo; None when it has none, or one that is not text or
-        larger than DESCRIPTION_BYTES (no description file is; the rest is not read)."""
+        larger than DESCRIPTION_BYTES (no description file is; the rest is not read). Each
+        is downloaded once a fetch (config.json names the upstream and the position table)."""
         url = self.url(repo, path)
+        if url not in self._texts:
+            self._texts[url] = self._download_text(url)
+        return self._texts[url]
+
+    def _download_text(self, url: str) -> str | None:
         with self._client.stream("GET", url) as response:
             if response.status_code in (401, 403, 404):
                 return None
