@@ -378,9 +378,9 @@ class Settings(BaseSettings):
         ge=0,
         le=500,
         description="While the meaning index is incomplete and no Smart Connections source "
-        "ranks by meaning, a vault_semantic_query first embeds this many of its best keyword "
-        "passages that lack vectors (about 0.5 s for 30), so what the words found is ranked by "
-        "meaning too. 0: rank with what the build has done.",
+        "ranks by meaning, a vault_semantic_query first embeds the first text of this many of "
+        "its best keyword passages that lack vectors (about 0.5 s for 30), so what the words "
+        "found is ranked by meaning too. 0: rank with what the build has done.",
     )
     index_embeddings: bool = Field(
         default=True,

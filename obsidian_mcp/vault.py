@@ -11,7 +11,7 @@ import difflib
 import logging
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -264,8 +264,11 @@ class Vault:
         await self._check_on_disk(path)
         return await self._read_op(lambda source: source.read_bytes(path))
 
-    async def search_text(self, query: str, context_length: int = 100) -> list[TextSearchHit]:
-        hits = await self._read_op(lambda source: source.search_text(query, context_length))
+    async def search_text(
+        self, query: str, context_length: int = 100, among: Collection[str] | None = None
+    ) -> list[TextSearchHit]:
+        """Notes holding every word of `query`; `among`: see `Source.search_text`."""
+        hits = await self._read_op(lambda source: source.search_text(query, context_length, among))
         hits = [hit for hit in hits if hit.path not in self._generated]
         if self._disk is None or not self._rest_beside_disk:
             return hits

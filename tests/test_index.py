@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from obsidian_mcp.index.store import (
     PassageRow,
     StoredNote,
 )
-from obsidian_mcp.index.vectors import EmbeddingBuilder
+from obsidian_mcp.index.vectors import BUILD_NICENESS, EmbedderSlot, EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.related import find_related
@@ -872,8 +872,9 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_demand: int
 ) -> None:
     """A vault too big to wait for: the build has not got to the notes a question's words
-    find (here it never starts), so the question embeds its best keyword passages itself
-    and ranks them by meaning too; with on-demand embedding off it has keywords alone."""
+    find (here it never starts), so the question embeds its best keyword passages' first
+    texts itself and ranks them by meaning too; with on-demand embedding off it has
+    keywords alone."""
     retriever, _ = retriever_on(
         ledger_vault(tmp_path / "vault", paragraphs=4),
         tmp_path,
@@ -890,8 +891,9 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
         corpus = retriever.corpus
         scores = corpus.scores(query_terms("harbour ledger number 123"))
         best = sorted(scores, key=lambda c: -scores[c])[:on_demand]
-        wanted = {digest for c in best for digest in corpus.chunk(c).text_hashes}
+        wanted = {corpus.chunk(c).text_hashes[0] for c in best}
         assert len(vectors) == len(wanted) and not vectors.lacking(wanted)
+        assert any(len(corpus.chunk(c).text_hashes) > 1 for c in best)  # the rest wait
         assert len(wanted) < len(corpus.text_hashes)  # those, not the whole vault
     else:
         assert "local passage index" not in first_line(text)
@@ -1022,6 +1024,90 @@ async def test_a_question_during_the_first_build_does_not_queue_behind_its_write
     assert "notes read" not in after.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))
     retriever.close()
+
+
+@pytest.mark.anyio
+async def test_the_first_build_reads_at_most_a_batch_ahead_of_what_it_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a batch of notes is being stored, the read fills the next batch and then
+    starts no note: batches queued behind the index's lock kept a question's own store (a
+    read-ahead) waiting up to 18 s at 10,000 notes (python -m bench.speed.first_day)."""
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._STORE_BATCH", 4)
+    vault = ledger_vault(tmp_path / "vault")
+    settings = folder_settings(vault, tmp_path, index_dir=tmp_path / "index")
+    folder = CountingFolder(vault)
+    store = GatedStore(index_path(settings))
+    retriever = Retriever(Vault(None, folder), settings, store, None, None)
+    try:
+        async with anyio.create_task_group() as background:
+            background.start_soon(retriever.warm_up)
+            await anyio.to_thread.run_sync(store.writing.wait)  # the first batch, held
+            await anyio.sleep(0.5)  # reading 40 notes takes a few ms: all, if it ran on
+            read_while_held = len(folder.reads)
+            store.gate.set()
+    finally:
+        store.gate.set()
+    # The batch being stored, the one waiting its turn, and the reads under way then.
+    assert read_while_held <= 4 + 4 + 16 < 40
+    assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))
+    assert retriever.corpus.unread == 0
+    retriever.close()
+
+
+def test_a_question_s_reads_of_the_index_do_not_wait_for_a_write(tmp_path: Path) -> None:
+    """Keyword postings, counts and passage texts are read on the reader connection (WAL),
+    not behind the lock a write transaction holds: each read of a question beside a first
+    build waited for a batch of notes being stored."""
+    store = IndexStore(tmp_path / "index.sqlite")
+    passage = PassageRow(("Ferry",), 0, 9, ("ferry",), (), ("t",))
+    row = NoteRow("Ferry.md", 1, 9, "the ferry", ("ferry",), None, (passage,), (), "Ferry")
+    digest = store.put_notes([row])["Ferry.md"].passages[0].text_hashes[0]
+    holding, release = threading.Event(), threading.Event()
+
+    def write_held() -> None:
+        with store._write():  # pyright: ignore[reportPrivateUsage]
+            holding.set()
+            release.wait()
+
+    writer = threading.Thread(target=write_held)
+    writer.start()
+    holding.wait()
+    reads = {
+        "totals": store.keyword_totals,
+        "postings": lambda: store.term_postings("ferry"),
+        "frequency": lambda: store.document_frequency("ferry"),
+        "terms": lambda: store.terms_between("f", "g"),
+        "labelled": lambda: store.labelled("ferry"),
+        "texts": lambda: store.texts_of([digest]),
+    }
+    answers: dict[str, object] = {}
+    reader = threading.Thread(target=lambda: answers.update((k, f()) for k, f in reads.items()))
+    reader.start()
+    reader.join(timeout=10)  # the write is held until the reads have answered
+    release.set()
+    writer.join()
+    assert answers.keys() == reads.keys()
+    assert answers["totals"] == (1, 1) and answers["texts"] == [(digest, "t")]
+    store.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own nice value is Linux's")
+def test_the_background_build_runs_below_the_calls_priority(tmp_path: Path) -> None:
+    """The build's thread yields the CPU to the server's other threads: a question's own
+    embedding beside it took twice as long on two cores (python -m bench.speed.first_day)."""
+    seen: list[int] = []
+
+    def load() -> OnnxEmbedder:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        raise RuntimeError("no model wanted here")
+
+    builder = EmbeddingBuilder(IndexStore(tmp_path / "index.sqlite"), EmbedderSlot(load))
+    builder.start()
+    builder.stop()
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen == [min(19, own + BUILD_NICENESS)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
 
 
 class GatedSmartEnv(SmartEnvCache):
@@ -1174,10 +1260,12 @@ async def test_the_first_read_starts_no_note_while_a_question_reads_ahead(
     searching, release = anyio.Event(), anyio.Event()
     search = folder.search_text
 
-    async def held_search(query: str, context_length: int) -> list[TextSearchHit]:
+    async def held_search(
+        query: str, context_length: int, among: Collection[str] | None = None
+    ) -> list[TextSearchHit]:
         searching.set()
         await release.wait()
-        return await search(query, context_length)
+        return await search(query, context_length, among)
 
     monkeypatch.setattr(folder, "read_note", recorded_read)
     monkeypatch.setattr(folder, "search_text", held_search)
@@ -1200,8 +1288,9 @@ async def test_an_exact_search_during_the_first_read_reads_what_may_match_and_mi
 ) -> None:
     """`vault_smart_search` during a first build waited for the whole read (30 s at 10,000
     notes): it now reads at once the unread notes that hold its longest word or name it,
-    and finds every match, as after the read."""
-    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    and finds every match, as after the read. It does not wait `index_read_wait_seconds`
+    for the read first (2.5 s of every exact search in a first build's first minute)."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=600)
     (tmp_path / "vault" / "Keeper.md").write_text("# Keeper\n\nQuennell Ashgrove keeps it.\n")
     (tmp_path / "vault" / "Quennell's Lamp.md").write_text("# Lamp\n\nAn oil lamp.\n")
     gate = anyio.Event()

@@ -590,8 +590,11 @@ class IndexStore:
 
     @contextmanager
     def _reader(self) -> Generator[sqlite3.Connection]:
-        """The connection vectors and notes' texts are read on: its own for a file (WAL
-        lets it read while the other writes), the one connection for an index in memory."""
+        """The connection vectors, notes' texts, keyword postings and passage texts are read
+        on: its own for a file (WAL lets it read while the other writes), the one
+        connection for an index in memory. A question's reads thus never wait for a write
+        transaction: beside a first build's batches of notes, each waited up to a batch's
+        store (0.3-1 s at 10,000 notes, python -m bench.speed.first_day)."""
         if self.path == ":memory:":
             with self._lock:
                 yield self._db
@@ -817,10 +820,10 @@ class IndexStore:
     def keyword_totals(self) -> tuple[int, int]:
         """(passages, index terms in all of them): BM25's document count and mean length.
         Counted again only after a write, by this process or another."""
-        with self._lock:
-            key = (self._writes, int(self._db.execute("PRAGMA data_version").fetchone()[0]))
+        with self._reader() as db:
+            key = (self._writes, int(db.execute("PRAGMA data_version").fetchone()[0]))
             if self._totals is None or self._totals[0] != key:
-                count, total = self._db.execute(
+                count, total = db.execute(
                     "SELECT count(*), coalesce(sum(length), 0) FROM passages"
                 ).fetchone()
                 self._totals = (key, (int(count), int(total)))
@@ -829,8 +832,8 @@ class IndexStore:
     def term_postings(self, term: str) -> list[tuple[int, bool, int]]:
         """Where an index term occurs: (passage id, in its headings rather than its text,
         occurrences)."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._reader() as db:
+            rows = db.execute(
                 "SELECT doc, col = 'heading_terms', count(*) FROM passage_terms_instances "
                 "WHERE term = ? GROUP BY doc, col",
                 (term,),
@@ -839,16 +842,16 @@ class IndexStore:
 
     def document_frequency(self, term: str) -> int:
         """Passages whose text holds the term."""
-        with self._lock:
-            row = self._db.execute(
+        with self._reader() as db:
+            row = db.execute(
                 "SELECT doc FROM passage_terms_columns WHERE term = ? AND col = 'terms'", (term,)
             ).fetchone()
         return int(row[0]) if row else 0
 
     def terms_between(self, low: str, high: str) -> list[str]:
         """Index terms of passage texts from `low` up to (not including) `high`."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._reader() as db:
+            rows = db.execute(
                 "SELECT term FROM passage_terms_columns "
                 "WHERE term >= ? AND term < ? AND col = 'terms'",
                 (low, high),
@@ -857,8 +860,8 @@ class IndexStore:
 
     def labelled(self, term: str) -> list[str]:
         """Notes named by the term (title, aliases, tags or file name)."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._reader() as db:
+            rows = db.execute(
                 "SELECT DISTINCT n.path FROM note_labels_instances i "
                 "JOIN notes n ON n.rowid = i.doc WHERE i.term = ?",
                 (term,),
@@ -923,10 +926,10 @@ class IndexStore:
         """(text hash, text) of those of the given passage texts the index holds."""
         wanted = list(hashes)
         found: list[tuple[str, str]] = []
-        with self._lock:
+        with self._reader() as db:
             for first in range(0, len(wanted), _IN_CLAUSE_MAX):
                 part = wanted[first : first + _IN_CLAUSE_MAX]
-                found += self._db.execute(
+                found += db.execute(
                     "SELECT text_hash, min(text) FROM passage_texts WHERE text_hash IN "
                     f"({', '.join('?' * len(part))}) GROUP BY text_hash",
                     part,

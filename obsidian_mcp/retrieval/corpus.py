@@ -62,8 +62,12 @@ _PROGRESS_STEPS = 20
 # How often a call waiting for another task's reading reports how far it has got.
 _WAITING_PROGRESS_SECONDS = 0.5
 # Notes written to the index in one transaction on a cold build: one commit per note would
-# cost more than the parsing; much larger batches keep notes out of queries for longer.
-_STORE_BATCH = 200
+# cost more than the parsing, and a call's own write (a read-ahead, a passage embedded on
+# demand) waits for the batch in hand. At 10,000 generated notes, alone, storing took the
+# same 14-16 s in batches of 200, 50 or 25; beside a first build and its calls a batch of
+# 200 took 0.9 s (3.9 s at most), of 25 0.16-0.2 s (in process, bench.speed.first_day's
+# calls).
+_STORE_BATCH = 25
 # What a query term in a passage's headings, or in its note's name, is worth next to the
 # same term in its text. Headings are precise (the section is about it); a note's name
 # is shared by every passage of the note, so it only breaks ties between notes.
@@ -422,7 +426,11 @@ class Corpus:
                 self._ahead_done = None
 
     async def _read_ahead(self, word: str, most: int, named: re.Pattern[str] | None) -> int | None:
-        hits = await self._vault.search_text(word, context_length=len(word))
+        # Only the unread notes are wanted: the folder's scan of them beside a first build
+        # took 0.54 s a question at 10,000 notes when it read every note.
+        hits = await self._vault.search_text(
+            word, context_length=len(word), among=set(self._missing())
+        )
         holding = {hit.path for hit in hits}
         if named is not None:
             holding |= {path for path in self._stats if named.search(posixpath.basename(path))}
@@ -700,18 +708,19 @@ class Corpus:
         most `wait_seconds`: past that the call goes on with what is read (`unread` says
         how much is not) and the reading goes on in its own task, if one reads.
 
-        While a first build reads and stores a batch of notes, a listing due is skipped
-        rather than queued behind the build's writes (at 50,000 notes later questions
-        waited 7-11 s for them): what it would find is not final yet, and the answer says
-        how much is read. A write through this server is always listed.
+        While a first build reads, a listing due is skipped rather than queued behind the
+        build's writes (at 50,000 notes later questions waited 7-11 s for them; at 10,000
+        the listing itself took 0.2-0.5 s of each question of the first minute): what it
+        would find is not final yet, the answer says how much is read, and the first call
+        after the read lists. A write through this server is always listed.
 
         `by_a_call`: a session's call asks (`asked_at`), not the server's own warm-up or a
         build run from the command line."""
         if by_a_call:
             self.asked_at = time.monotonic()
         own_write = self._vault.writes != self._listed_writes
-        if self._listed_at is not None and self.reading and self._lock.locked() and not own_write:
-            logger.debug("stat listing skipped: the first build is storing notes")
+        if self._listed_at is not None and self.reading and not own_write:
+            logger.debug("stat listing skipped: the first build is reading notes")
         else:
             async with self._lock:
                 listed = self._listed_at
@@ -777,21 +786,47 @@ class Corpus:
         if progress is not None:
             await progress(0, total, f"indexing {total} notes")
 
+        # One batch is stored at a time. A full batch waits for its turn in `pending`, and
+        # no note is started meanwhile: reading never runs more than a batch ahead of
+        # storing, and a call's own store (a read-ahead) waits for one batch at most.
+        storing = anyio.Lock()
+        waiting_turn: anyio.Event | None = None  # set when the waiting batch is taken
+
+        async def store_in_turn() -> None:
+            nonlocal waiting_turn
+            turn = waiting_turn = anyio.Event()
+
+            def reading_goes_on() -> None:
+                nonlocal waiting_turn
+                turn.set()
+                if waiting_turn is turn:
+                    waiting_turn = None
+
+            try:
+                async with storing:
+                    batch = pending[:]
+                    pending.clear()
+                    reading_goes_on()
+                    if batch:
+                        await self._store_and_install(batch)
+            finally:  # cancelled while waiting: the notes stay pending, stored below
+                reading_goes_on()
+
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
                 while self._ahead_done is not None:  # a question's read-ahead goes first
                     await self._ahead_done.wait()
+                while waiting_turn is not None:
+                    await waiting_turn.wait()
                 # A search may have read it meanwhile (`read_unread_holding`).
                 read = None if path in self._notes else await self._read(path)
             if read is not None:
                 pending.append(read)
             done += 1
             self._read_so_far = (done, total)
-            if len(pending) >= _STORE_BATCH or done == total:
-                batch = pending[:]
-                pending.clear()
-                await self._store_and_install(batch)
+            if (len(pending) >= _STORE_BATCH and waiting_turn is None) or done == total:
+                await store_in_turn()
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 

@@ -5,7 +5,7 @@ each source still refuses what only it can check (symlinks, for the folder).
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -135,6 +135,10 @@ class Source(Protocol):
         """Remove the note only if it holds `expected`, else raise NoteChanged."""
         ...
 
-    async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
-        """Notes where every word of `query` occurs (case-insensitive), every occurrence."""
+    async def search_text(
+        self, query: str, context_length: int, among: Collection[str] | None = None
+    ) -> list[TextSearchHit]:
+        """Notes where every word of `query` occurs (case-insensitive), every occurrence.
+        `among`: the only notes the caller wants; a source may leave the others out (the
+        folder reads only those) or search them all (Obsidian's own search)."""
         ...

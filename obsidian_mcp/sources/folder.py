@@ -9,7 +9,7 @@ import fcntl
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -478,13 +478,13 @@ class FolderSource:
 
     # -- search ----------------------------------------------------------------------------
 
-    def _search_text(self, query: str) -> list[TextSearchHit]:
+    def _search_text(self, query: str, among: Collection[str] | None) -> list[TextSearchHit]:
         patterns = word_patterns(query)
         if not patterns:
             raise VaultError("The search query is empty; give one or more words.")
         hits: list[TextSearchHit] = []
         for path, _ in self._walk():
-            if not is_markdown(path):
+            if not is_markdown(path) or (among is not None and path not in among):
                 continue
             # The scan runs on a worker thread, which a cancelled request cannot interrupt;
             # it asks, note by note, whether the request is still wanted.
@@ -498,7 +498,9 @@ class FolderSource:
                 hits.append(hit)
         return hits
 
-    async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
+    async def search_text(
+        self, query: str, context_length: int, among: Collection[str] | None = None
+    ) -> list[TextSearchHit]:
         # The folder source has the content itself; callers cut their own windows.
         del context_length
-        return await anyio.to_thread.run_sync(self._search_text, query)
+        return await anyio.to_thread.run_sync(self._search_text, query, among)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 from urllib.parse import quote
@@ -630,7 +630,10 @@ class RestSource:
 
     # -- search ----------------------------------------------------------------------------
 
-    async def search_text(self, query: str, context_length: int) -> list[TextSearchHit]:
+    async def search_text(
+        self, query: str, context_length: int, among: Collection[str] | None = None
+    ) -> list[TextSearchHit]:
+        del among  # Obsidian searches the whole vault, on its own side
         if not query.split():
             raise VaultError("The search query is empty; give one or more words.")
         # contextLength is always sent: plugins up to 3.2 return empty contexts without it.
