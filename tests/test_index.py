@@ -1056,9 +1056,9 @@ async def test_the_first_build_reads_at_most_a_batch_ahead_of_what_it_stores(
 
 
 def test_a_question_s_reads_of_the_index_do_not_wait_for_a_write(tmp_path: Path) -> None:
-    """Keyword postings, counts and passage texts are read on the reader connection (WAL),
-    not behind the lock a write transaction holds: each read of a question beside a first
-    build waited for a batch of notes being stored."""
+    """Keyword postings, counts and passage texts are read on a connection of their own
+    (WAL), not behind the lock a write transaction holds: each read of a question beside a
+    first build waited for a batch of notes being stored."""
     store = IndexStore(tmp_path / "index.sqlite")
     passage = PassageRow(("Ferry",), 0, 9, ("ferry",), (), ("t",))
     row = NoteRow("Ferry.md", 1, 9, "the ferry", ("ferry",), None, (passage,), (), "Ferry")

@@ -456,8 +456,14 @@ class IndexStore:
         # the other, and a new server's first answer came after 2.93 s (folder) and 2.95 s
         # (stand-in) instead of 2.54 s and 2.23 s side by side (bench.speed.index --prebuilt).
         # Notes' texts are read on it too, so showing a passage never waits for a write.
-        self._reader_lock = threading.Lock()
-        self._reader_db: sqlite3.Connection | None = None
+        self._vector_reads = _ReadConnection(self.path)
+        # A question's keyword postings, counts, labels and passage texts have a connection
+        # of their own: behind the one connection's lock, each read of a question beside a
+        # first build waited for a batch of notes being stored (0.3-1 s at 10,000 notes,
+        # python -m bench.speed.first_day); beside the vectors and notes' texts, whose
+        # pages pushed the postings out of its cache, a warm question on a built 10,000-note
+        # index took 39.4 against 36.0-37.3 ms (in process, 240 each, alternating).
+        self._question_reads = _ReadConnection(self.path)
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -583,29 +589,34 @@ class IndexStore:
         return self._open()
 
     def close(self) -> None:
-        with self._lock, self._reader_lock:
+        with self._lock:
             self._db.close()
-            if self._reader_db is not None:
-                self._reader_db.close()
+        self._vector_reads.close()
+        self._question_reads.close()
 
     @contextmanager
     def _reader(self) -> Generator[sqlite3.Connection]:
-        """The connection vectors, notes' texts, keyword postings and passage texts are read
-        on: its own for a file (WAL lets it read while the other writes), the one
-        connection for an index in memory. A question's reads thus never wait for a write
-        transaction: beside a first build's batches of notes, each waited up to a batch's
-        store (0.3-1 s at 10,000 notes, python -m bench.speed.first_day)."""
+        """The connection vectors and notes' texts are read on (`_vector_reads`)."""
+        with self._read_on(self._vector_reads) as db:
+            yield db
+
+    @contextmanager
+    def _question_reader(self) -> Generator[sqlite3.Connection]:
+        """The connection a question's keyword postings, counts, labels and passage texts
+        are read on (`_question_reads`): it never waits for a write transaction."""
+        with self._read_on(self._question_reads) as db:
+            yield db
+
+    @contextmanager
+    def _read_on(self, reads: "_ReadConnection") -> Generator[sqlite3.Connection]:
+        """`reads`' own connection for a file (WAL lets it read while the other writes);
+        the one connection, under its lock, for an index in memory."""
         if self.path == ":memory:":
             with self._lock:
                 yield self._db
             return
-        with self._reader_lock:
-            if self._reader_db is None:
-                self._reader_db = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False
-                )
-                self._reader_db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            yield self._reader_db
+        with reads.connection() as db:
+            yield db
 
     @contextmanager
     def _write(
@@ -820,7 +831,7 @@ class IndexStore:
     def keyword_totals(self) -> tuple[int, int]:
         """(passages, index terms in all of them): BM25's document count and mean length.
         Counted again only after a write, by this process or another."""
-        with self._reader() as db:
+        with self._question_reader() as db:
             key = (self._writes, int(db.execute("PRAGMA data_version").fetchone()[0]))
             if self._totals is None or self._totals[0] != key:
                 count, total = db.execute(
@@ -832,7 +843,7 @@ class IndexStore:
     def term_postings(self, term: str) -> list[tuple[int, bool, int]]:
         """Where an index term occurs: (passage id, in its headings rather than its text,
         occurrences)."""
-        with self._reader() as db:
+        with self._question_reader() as db:
             rows = db.execute(
                 "SELECT doc, col = 'heading_terms', count(*) FROM passage_terms_instances "
                 "WHERE term = ? GROUP BY doc, col",
@@ -842,7 +853,7 @@ class IndexStore:
 
     def document_frequency(self, term: str) -> int:
         """Passages whose text holds the term."""
-        with self._reader() as db:
+        with self._question_reader() as db:
             row = db.execute(
                 "SELECT doc FROM passage_terms_columns WHERE term = ? AND col = 'terms'", (term,)
             ).fetchone()
@@ -850,7 +861,7 @@ class IndexStore:
 
     def terms_between(self, low: str, high: str) -> list[str]:
         """Index terms of passage texts from `low` up to (not including) `high`."""
-        with self._reader() as db:
+        with self._question_reader() as db:
             rows = db.execute(
                 "SELECT term FROM passage_terms_columns "
                 "WHERE term >= ? AND term < ? AND col = 'terms'",
@@ -860,7 +871,7 @@ class IndexStore:
 
     def labelled(self, term: str) -> list[str]:
         """Notes named by the term (title, aliases, tags or file name)."""
-        with self._reader() as db:
+        with self._question_reader() as db:
             rows = db.execute(
                 "SELECT DISTINCT n.path FROM note_labels_instances i "
                 "JOIN notes n ON n.rowid = i.doc WHERE i.term = ?",
@@ -926,7 +937,7 @@ class IndexStore:
         """(text hash, text) of those of the given passage texts the index holds."""
         wanted = list(hashes)
         found: list[tuple[str, str]] = []
-        with self._reader() as db:
+        with self._question_reader() as db:
             for first in range(0, len(wanted), _IN_CLAUSE_MAX):
                 part = wanted[first : first + _IN_CLAUSE_MAX]
                 found += db.execute(
@@ -1103,3 +1114,28 @@ class IndexStore:
 class _NewerSchema(Exception):
     def __init__(self, version: int) -> None:
         super().__init__(f"schema version {version} is newer than this program's {SCHEMA_VERSION}")
+
+
+class _ReadConnection:
+    """A connection of the index file for reads alone, opened when first wanted and shared
+    by threads under its own lock."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+
+    @contextmanager
+    def connection(self) -> Generator[sqlite3.Connection]:
+        with self._lock:
+            if self._db is None:
+                self._db = sqlite3.connect(
+                    self._path, isolation_level=None, check_same_thread=False
+                )
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            yield self._db
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
