@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Collection, Generator, Iterable, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -594,18 +594,14 @@ class IndexStore:
         self._vector_reads.close()
         self._question_reads.close()
 
-    @contextmanager
-    def _reader(self) -> Generator[sqlite3.Connection]:
+    def _reader(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection vectors and notes' texts are read on (`_vector_reads`)."""
-        with self._read_on(self._vector_reads) as db:
-            yield db
+        return self._read_on(self._vector_reads)
 
-    @contextmanager
-    def _question_reader(self) -> Generator[sqlite3.Connection]:
+    def _question_reader(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection a question's keyword postings, counts, labels and passage texts
         are read on (`_question_reads`): it never waits for a write transaction."""
-        with self._read_on(self._question_reads) as db:
-            yield db
+        return self._read_on(self._question_reads)
 
     @contextmanager
     def _read_on(self, reads: "_ReadConnection") -> Generator[sqlite3.Connection]:

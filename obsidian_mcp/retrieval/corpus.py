@@ -786,47 +786,37 @@ class Corpus:
         if progress is not None:
             await progress(0, total, f"indexing {total} notes")
 
-        # One batch is stored at a time. A full batch waits for its turn in `pending`, and
-        # no note is started meanwhile: reading never runs more than a batch ahead of
-        # storing, and a call's own store (a read-ahead) waits for one batch at most.
+        # One batch is stored at a time, and no note is started while a full batch waits
+        # for its turn: reading never runs more than a batch ahead of storing, and a call's
+        # own store (a read-ahead) waits for one batch at most.
         storing = anyio.Lock()
-        waiting_turn: anyio.Event | None = None  # set when the waiting batch is taken
+        taken = anyio.Event()  # set when what is pending is taken to be stored
 
-        async def store_in_turn() -> None:
-            nonlocal waiting_turn
-            turn = waiting_turn = anyio.Event()
-
-            def reading_goes_on() -> None:
-                nonlocal waiting_turn
-                turn.set()
-                if waiting_turn is turn:
-                    waiting_turn = None
-
-            try:
-                async with storing:
-                    batch = pending[:]
-                    pending.clear()
-                    reading_goes_on()
-                    if batch:
-                        await self._store_and_install(batch)
-            finally:  # cancelled while waiting: the notes stay pending, stored below
-                reading_goes_on()
+        async def store_pending() -> None:
+            nonlocal taken
+            async with storing:  # cancelled while waiting: the notes stay pending
+                batch = pending[:]
+                pending.clear()
+                taken.set()
+                taken = anyio.Event()
+                if batch:
+                    await self._store_and_install(batch)
 
         async def read_one(path: str) -> None:
             nonlocal done
             async with limiter:
                 while self._ahead_done is not None:  # a question's read-ahead goes first
                     await self._ahead_done.wait()
-                while waiting_turn is not None:
-                    await waiting_turn.wait()
+                while len(pending) >= _STORE_BATCH:
+                    await taken.wait()
                 # A search may have read it meanwhile (`read_unread_holding`).
                 read = None if path in self._notes else await self._read(path)
             if read is not None:
                 pending.append(read)
             done += 1
             self._read_so_far = (done, total)
-            if (len(pending) >= _STORE_BATCH and waiting_turn is None) or done == total:
-                await store_in_turn()
+            if len(pending) >= _STORE_BATCH or done == total:
+                await store_pending()
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 

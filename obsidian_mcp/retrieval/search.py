@@ -711,7 +711,7 @@ class Retriever:
         # No wait for the read first: the read-ahead below makes the answer whole, and a
         # wait of `index_read_wait_seconds` made every exact search of a first build's
         # first minute take over 2.5 s (python -m bench.speed.first_day).
-        await corpus.sync(read_all=True, progress=progress, wait_seconds=0)
+        await corpus.sync(read_all=False)
         if not corpus.unread:
             return
         # A note that holds a needle holds each of its words; a title's words are in the text.
