@@ -989,22 +989,29 @@ class GatedStore(IndexStore):
         return super().put_notes(notes)
 
 
+def gated_retriever(
+    tmp_path: Path, folder_type: type[CountingFolder], **overrides: object
+) -> tuple[Retriever, CountingFolder, GatedStore]:
+    """A retriever without the model over `ledger_vault` (40 notes), read through
+    `folder_type`, storing through a `GatedStore`."""
+    vault = ledger_vault(tmp_path / "vault")
+    settings = folder_settings(vault, tmp_path, index_dir=tmp_path / "index", **overrides)
+    folder = folder_type(vault)
+    store = GatedStore(index_path(settings))
+    return Retriever(Vault(None, folder), settings, store, None, None), folder, store
+
+
 @pytest.mark.anyio
 async def test_a_question_during_the_first_build_does_not_queue_behind_its_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("obsidian_mcp.retrieval.corpus._STORE_BATCH", 4)  # 10 writes of 1 s
-    vault = ledger_vault(tmp_path / "vault")
-    settings = folder_settings(
-        vault,
+    retriever, folder, store = gated_retriever(
         tmp_path,
-        index_dir=tmp_path / "index",
+        SlowFolder,
         index_read_wait_seconds=0.2,
         index_refresh_seconds=0.1,  # every question lists the vault's stats
     )
-    folder = SlowFolder(vault)
-    store = GatedStore(index_path(settings))
-    retriever = Retriever(Vault(None, folder), settings, store, None, None)
     try:
         async with anyio.create_task_group() as background:
             background.start_soon(retriever.warm_up)
@@ -1034,11 +1041,7 @@ async def test_the_first_build_reads_at_most_a_batch_ahead_of_what_it_stores(
     starts no note: batches queued behind the index's lock kept a question's own store (a
     read-ahead) waiting up to 18 s at 10,000 notes (python -m bench.speed.first_day)."""
     monkeypatch.setattr("obsidian_mcp.retrieval.corpus._STORE_BATCH", 4)
-    vault = ledger_vault(tmp_path / "vault")
-    settings = folder_settings(vault, tmp_path, index_dir=tmp_path / "index")
-    folder = CountingFolder(vault)
-    store = GatedStore(index_path(settings))
-    retriever = Retriever(Vault(None, folder), settings, store, None, None)
+    retriever, folder, store = gated_retriever(tmp_path, CountingFolder)
     try:
         async with anyio.create_task_group() as background:
             background.start_soon(retriever.warm_up)
