@@ -265,10 +265,12 @@ class Vault:
         return await self._read_op(lambda source: source.read_bytes(path))
 
     async def search_text(
-        self, query: str, context_length: int = 100, among: Collection[str] | None = None
+        self, query: str, context_length: int = 100, leaving_out: Collection[str] = ()
     ) -> list[TextSearchHit]:
-        """Notes holding every word of `query`; `among`: see `Source.search_text`."""
-        hits = await self._read_op(lambda source: source.search_text(query, context_length, among))
+        """Notes holding every word of `query`; `leaving_out`: see `Source.search_text`."""
+        hits = await self._read_op(
+            lambda source: source.search_text(query, context_length, leaving_out)
+        )
         hits = [hit for hit in hits if hit.path not in self._generated]
         if self._disk is None or not self._rest_beside_disk:
             return hits

@@ -407,7 +407,7 @@ class Retriever:
         # files in what is left of it.
         deadline = anyio.current_time() + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
-        if corpus.unread:
+        if corpus.may_lack_notes:
             with anyio.move_on_after(_READ_FIRST_SECONDS):
                 await self._read_first_what_may_answer(query)
         meaning_wait = 0.0 if self._waited_for_meaning else self.settings.index_meaning_wait_seconds
@@ -712,7 +712,7 @@ class Retriever:
         # wait of `index_read_wait_seconds` made every exact search of a first build's
         # first minute take over 2.5 s (python -m bench.speed.first_day).
         await corpus.sync(read_all=False)
-        if not corpus.unread:
+        if not corpus.may_lack_notes:
             return
         # A note that holds a needle holds each of its words; a title's words are in the text.
         longest, named = max(

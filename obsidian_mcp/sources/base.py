@@ -136,9 +136,10 @@ class Source(Protocol):
         ...
 
     async def search_text(
-        self, query: str, context_length: int, among: Collection[str] | None = None
+        self, query: str, context_length: int, leaving_out: Collection[str] = ()
     ) -> list[TextSearchHit]:
         """Notes where every word of `query` occurs (case-insensitive), every occurrence.
-        `among`: the only notes the caller wants; a source may leave the others out (the
-        folder reads only those) or search them all (Obsidian's own search)."""
+        `leaving_out`: notes the caller does not want (it has read them); a source may leave
+        them out (the folder reads only the others) or search them all (Obsidian's own
+        search). Every other note is searched, listed by the caller or not."""
         ...

@@ -478,13 +478,13 @@ class FolderSource:
 
     # -- search ----------------------------------------------------------------------------
 
-    def _search_text(self, query: str, among: Collection[str] | None) -> list[TextSearchHit]:
+    def _search_text(self, query: str, leaving_out: Collection[str]) -> list[TextSearchHit]:
         patterns = word_patterns(query)
         if not patterns:
             raise VaultError("The search query is empty; give one or more words.")
         hits: list[TextSearchHit] = []
         for path, _ in self._walk():
-            if not is_markdown(path) or (among is not None and path not in among):
+            if not is_markdown(path) or path in leaving_out:
                 continue
             # The scan runs on a worker thread, which a cancelled request cannot interrupt;
             # it asks, note by note, whether the request is still wanted.
@@ -499,8 +499,8 @@ class FolderSource:
         return hits
 
     async def search_text(
-        self, query: str, context_length: int, among: Collection[str] | None = None
+        self, query: str, context_length: int, leaving_out: Collection[str] = ()
     ) -> list[TextSearchHit]:
         # The folder source has the content itself; callers cut their own windows.
         del context_length
-        return await anyio.to_thread.run_sync(self._search_text, query, among)
+        return await anyio.to_thread.run_sync(self._search_text, query, leaving_out)

@@ -631,9 +631,9 @@ class RestSource:
     # -- search ----------------------------------------------------------------------------
 
     async def search_text(
-        self, query: str, context_length: int, among: Collection[str] | None = None
+        self, query: str, context_length: int, leaving_out: Collection[str] = ()
     ) -> list[TextSearchHit]:
-        del among  # Obsidian searches the whole vault, on its own side
+        del leaving_out  # Obsidian searches the whole vault, on its own side
         if not query.split():
             raise VaultError("The search query is empty; give one or more words.")
         # contextLength is always sent: plugins up to 3.2 return empty contexts without it.
