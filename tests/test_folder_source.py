@@ -1,10 +1,15 @@
 """The folder source on its own: hidden folders, binaries, bad UTF-8, appends, the tree."""
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from obsidian_mcp.errors import IsAFolder, NoteNotFound, NotText
+from obsidian_mcp.sources.base import SearchWords, search_words, text_hit
 from obsidian_mcp.sources.folder import FolderSource
 
 
@@ -102,3 +107,44 @@ async def test_a_search_leaving_some_notes_out_searches_only_the_others(tmp_path
     found = await source.search_text("alpha", 0, leaving_out={"a.md"})
     assert [hit.path for hit in found] == ["b.md"]
     assert sorted(hit.path for hit in await source.search_text("alpha", 0)) == ["a.md", "b.md"]
+
+
+def test_the_characters_cased_apart_from_ascii_are_all_known() -> None:
+    """The quick look before a search's patterns lower-cases the text; the patterns match
+    case-insensitively. They agree for an ASCII word unless the text holds a character the
+    patterns take for an ASCII one that lower() does not turn into it: over every code
+    point, only these."""
+    any_ascii = re.compile(r"[\x00-\x7f]", re.IGNORECASE)
+    odd = {
+        c
+        for c in map(chr, range(sys.maxunicode + 1))
+        if any_ascii.fullmatch(c) and not (len(c.lower()) == 1 and c.lower().isascii())
+    }
+    assert odd == {"\u0130", "\u0131", "\u017f"}  # dotted I, dotless i, long s
+
+
+def _by_patterns_alone(content: str, words: SearchWords) -> list[tuple[int, int]] | None:
+    found = [[m.span() for m in p.finditer(content)] for p in words.patterns]
+    return sorted(span for spans in found for span in spans) if all(found) else None
+
+
+_LETTERS = "aAbBiIkKsSzZ \n\u0130\u0131\u017f\u212a\u00e9\u00c9\u00df"
+
+
+@given(
+    content=st.text(alphabet=_LETTERS, max_size=40),
+    query=st.text(alphabet="abikszABIKSZ \u00e9\u0131\u017f", min_size=1, max_size=8),
+)
+@example(content="D\u0131ST\u0130LLED", query="distilled")  # a Turkish i either way
+@example(content="Ma\u017fter", query="master")  # a long s
+def test_the_quick_look_never_turns_away_a_note_the_patterns_match(
+    content: str, query: str
+) -> None:
+    """The law of `text_hit`'s quick look: the same hits, with the same matches, as the
+    case-insensitive patterns alone, whatever the case or script of text and words."""
+    words = search_words(query)
+    if not words.words:
+        return
+    hit = text_hit("n.md", content, words)
+    spans = None if hit is None else [(m.start, m.end) for m in hit.matches]
+    assert spans == _by_patterns_alone(content, words)

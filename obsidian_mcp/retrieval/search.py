@@ -64,7 +64,7 @@ from obsidian_mcp.retrieval.render import (
 from obsidian_mcp.retrieval.semantic import SemanticSources
 from obsidian_mcp.retrieval.stages import Stages
 from obsidian_mcp.retrieval.strength import MatchStrength, match_strength
-from obsidian_mcp.sources.base import TextSearchHit, text_hit, word_patterns
+from obsidian_mcp.sources.base import TextSearchHit, search_words, text_hit
 from obsidian_mcp.text.markdown import LinkResolver, ParsedNote, gist
 from obsidian_mcp.text.snippets import snippets_for_matches
 from obsidian_mcp.text.tokens import estimate_tokens
@@ -630,11 +630,11 @@ class Retriever:
         (python -m bench.speed.index, vault_search_map)."""
         if self.vault.rest is not None:
             return await self.vault.search_text(query, context_length=0)
-        patterns = word_patterns(query)
-        needles = Needles(tuple(query.lower().split()), tuple(patterns))
+        words = search_words(query)
+        needles = Needles(words.words, words.patterns)
         hits: list[TextSearchHit] = []
         async for record, content in self._notes_that_may_hold(needles, progress):
-            hit = text_hit(record.path, content, patterns)
+            hit = text_hit(record.path, content, words)
             if hit is not None:
                 hits.append(hit)
         return hits

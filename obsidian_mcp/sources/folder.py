@@ -34,8 +34,8 @@ from obsidian_mcp.sources.base import (
     FileStat,
     NoteData,
     TextSearchHit,
+    search_words,
     text_hit,
-    word_patterns,
 )
 from obsidian_mcp.sources.recovery import PendingWrite, RecoveryLog, cut_short
 
@@ -263,7 +263,8 @@ class FolderSource:
     def _read_note(self, path: str) -> NoteData:
         if is_hidden(path):
             raise NoteNotFound(path)
-        return self._read_text(path, self._resolve(path))
+        target = self._resolve(path)
+        return self._read_text(path, self._file_stat(path, target), target)
 
     @staticmethod
     def _file_stat(path: str, target: Path) -> os.stat_result:
@@ -297,11 +298,12 @@ class FolderSource:
         except OSError as exc:  # anything else the filesystem refuses
             raise FileSystemFailure(path, "read", exc) from exc
 
-    def _read_text(self, path: str, target: Path) -> NoteData:
-        st = self._file_stat(path, target)
+    def _read_text(self, path: str, st: os.stat_result, target: Path | None = None) -> NoteData:
+        """The note's text at `st` (its stat, taken before), from the cache while that is
+        the same; `target`: the file, when the caller resolved it (else the vault's path)."""
         cached = self._texts.get(path)
         if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
-            data = self._file_bytes(path, target)
+            data = self._file_bytes(path, self._root / path if target is None else target)
             if looks_binary(data[:_SNIFF_BYTES]):
                 raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
@@ -479,21 +481,26 @@ class FolderSource:
     # -- search ----------------------------------------------------------------------------
 
     def _search_text(self, query: str, leaving_out: Collection[str]) -> list[TextSearchHit]:
-        patterns = word_patterns(query)
-        if not patterns:
+        words = search_words(query)
+        if not words.words:
             raise VaultError("The search query is empty; give one or more words.")
         hits: list[TextSearchHit] = []
-        for path, _ in self._walk():
+        for path, entry in self._walk():
             if not is_markdown(path) or path in leaving_out:
                 continue
             # The scan runs on a worker thread, which a cancelled request cannot interrupt;
             # it asks, note by note, whether the request is still wanted.
             anyio.from_thread.check_cancelled()
             try:
-                content = self._read_text(path, self._root / path).content
-            except (NotText, NotReadable, NoteNotFound, FileSystemFailure):
+                # The listing's own stat: a path made and statted again for each note took
+                # 0.16 s of a scan of 10,000 notes against 0.05 s.
+                st = entry.stat()
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                content = self._read_text(path, st).content
+            except (NotText, NotReadable, NoteNotFound, FileSystemFailure, OSError):
                 continue
-            hit = text_hit(path, content, patterns)
+            hit = text_hit(path, content, words)
             if hit is not None:
                 hits.append(hit)
         return hits
