@@ -24,6 +24,7 @@ from obsidian_mcp.index.embedder import (
     OnnxEmbedder,
     cached_model_folder,
     default_model_files,
+    embed_side_by_side,
     folder_model_files,
     load_embedder,
     optimized_model_cache,
@@ -89,6 +90,44 @@ def test_vectors_are_unit_length_in_input_order(embedder: OnnxEmbedder) -> None:
     assert np.allclose(vectors[0], vectors[2], atol=1e-5)
     assert float(vectors[0] @ vectors[1]) < 0.9
     assert embedder.embed([], TextRole.DOCUMENT).shape == (0, 384)
+
+
+@pytest.mark.anyio
+async def test_texts_embedded_side_by_side_are_those_of_one_call_in_order(
+    embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question's on-demand texts are embedded in shares on several threads at once: the
+    model's runs overlap (no lock between them), and each row is the one call's, in the
+    caller's order."""
+    texts = [
+        f"note {n}: the keeper lit the lamp " + "and watched the tide " * (n % 7) for n in range(30)
+    ]
+    together = embedder.embed(texts, TextRole.DOCUMENT)
+    monkeypatch.setattr("obsidian_mcp.index.embedder.cores_available", lambda: 3)
+    running, most = 0, 0
+    guard = threading.Lock()
+    run = embedder._run  # pyright: ignore[reportPrivateUsage]
+
+    def counted(token_ids: list[list[int]]) -> Matrix:
+        nonlocal running, most
+        with guard:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.05)  # every share's run starts before the first ends
+            return run(token_ids)
+        finally:
+            with guard:
+                running -= 1
+
+    monkeypatch.setattr(embedder, "_run", counted)
+    apart = await embed_side_by_side(embedder, texts, TextRole.DOCUMENT)
+    assert most == 3
+    assert apart.shape == together.shape == (30, 384)
+    assert np.allclose(apart, together, atol=1e-5)
+    most = 0
+    few = await embed_side_by_side(embedder, texts[:15], TextRole.DOCUMENT)
+    assert most == 1 and np.allclose(few, together[:15], atol=1e-5)  # too few to share
 
 
 def test_load_embedder_default(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.embedder import Embedder, Matrix, embed_side_by_side
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord, ProgressCallback
@@ -257,8 +257,8 @@ class CandidateSources:
         store = self.corpus.store
         texts = await anyio.to_thread.run_sync(store.texts_of, lacking)
         embedder = self.embedder.get()
-        embedded = await anyio.to_thread.run_sync(
-            embedder.embed, [text for _, text in texts], TextRole.DOCUMENT
+        embedded = await embed_side_by_side(
+            embedder, [text for _, text in texts], TextRole.DOCUMENT
         )
         await anyio.to_thread.run_sync(
             store.put_vectors, embedder.vector_space, [digest for digest, _ in texts], embedded
