@@ -360,8 +360,9 @@ class Settings(BaseSettings):
         description="How long a session's first vault_semantic_query waits for notes not "
         "yet read into the index (the first build of a big vault), and then for Smart "
         "Connections' stored vectors, before it answers from what is read and says how "
-        "much; later ones do not wait. Reading goes on in the background, about 400 notes "
-        "a second on a 2-core machine through the folder.",
+        "much; it stops waiting as soon as the read's pace says it will not end in time. "
+        "Later ones do not wait. Reading goes on in the background, about 400 notes a "
+        "second on a 2-core machine through the folder.",
     )
     index_meaning_wait_seconds: float = Field(
         default=30.0,

@@ -956,6 +956,28 @@ async def test_a_question_waiting_for_the_read_goes_on_when_it_ends(
 
 
 @pytest.mark.anyio
+async def test_a_first_question_waits_for_the_read_only_while_its_pace_says_it_ends_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's first question waits `index_read_wait_seconds` for the first build's
+    read only while the read's pace says it ends by then: beside the first build of 10,000
+    notes it waited out all 2 s, for nothing. Here 4 notes at a time, 0.5 s each: 5 s for
+    40 notes, against a wait of 3 s, which the pace tells once the first notes are read."""
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._READ_CONCURRENCY", 4)
+    retriever, _ = slow_retriever(tmp_path, read_wait=3.0)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.6)  # the first 4 notes are read
+        started = anyio.current_time()
+        found = await retriever.semantic_query("harbour ledger", limit=3)
+        waited = anyio.current_time() - started
+        background.cancel_scope.cancel()
+    assert "notes read: " in found.source_note
+    assert waited < 2.0, waited  # not the 3 s wait
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_path: Path) -> None:
     """Several calls waiting with no deadline (exact search, topic overview, related
     notes) while the server reads: each goes on once the reading ends. Waiters that took

@@ -61,6 +61,9 @@ _READ_CONCURRENCY = 16
 _PROGRESS_STEPS = 20
 # How often a call waiting for another task's reading reports how far it has got.
 _WAITING_PROGRESS_SECONDS = 0.5
+# How long a read runs before its pace is believed (`_read_may_end_by`): the first notes
+# of a folder come from the page cache or not, and a REST API warms its connections.
+_PACE_SECONDS = 0.25
 # Notes written to the index in one transaction on a cold build: one commit per note would
 # cost more than the parsing, and a call's own write (a read-ahead, a passage embedded on
 # demand) waits for the batch in hand. At 10,000 generated notes, alone, storing took the
@@ -362,6 +365,7 @@ class Corpus:
         self._cutting = anyio.CapacityLimiter(1)
         # (notes read, notes to read) while a task reads, for the calls that wait for it.
         self._read_so_far: tuple[int, int] | None = None
+        self._read_began: float | None = None  # anyio.current_time() of the read under way
         # Set when the read-aheads under way (`read_unread_holding`) have ended; None while
         # none is. The first build's read starts no note meanwhile: beside it, the folder's
         # scan for a question's word took over 8 s at 10,000 notes (0.27 s alone), and the
@@ -713,8 +717,9 @@ class Corpus:
         """Bring the cache up to date with the vault's stats (listed at most every
         `refresh_seconds`); with `read_all`, read every note not yet indexed (a cold build
         reports its progress through `progress`), or wait for the task reading them, for at
-        most `wait_seconds`: past that the call goes on with what is read (`unread` says
-        how much is not) and the reading goes on in its own task, if one reads.
+        most `wait_seconds`, and only while its pace so far says it ends by then: past that
+        the call goes on with what is read (`unread` says how much is not) and the reading
+        goes on in its own task, if one reads.
 
         While a first build reads, a listing due is skipped rather than queued behind the
         build's writes (at 50,000 notes later questions waited 7-11 s for them; at 10,000
@@ -739,8 +744,8 @@ class Corpus:
                 ):
                     await self._list()
         if read_all:
-            with anyio.move_on_after(wait_seconds):
-                await self._read_missing(progress)
+            with anyio.move_on_after(wait_seconds) as waiting:
+                await self._read_missing(progress, waiting)
 
     async def list_ahead(self) -> None:
         """List the vault's stats now, ahead of the calls, and read what changed, unless a
@@ -751,8 +756,10 @@ class Corpus:
             await self._list()
         await self._read_missing(None)
 
-    async def _read_missing(self, progress: ProgressCallback | None) -> None:
-        waited = await self._take_reading(progress)
+    async def _read_missing(
+        self, progress: ProgressCallback | None, waiting: anyio.CancelScope | None = None
+    ) -> None:
+        waited = await self._take_reading(progress, waiting)
         try:
             # `unread` is counted once per listing or change: walking every stat here took
             # 0.6 ms of each question at 10,000 notes (0.03 ms so; 50 warm syncs, in process).
@@ -764,21 +771,41 @@ class Corpus:
         finally:
             self._reading.release()
 
-    async def _take_reading(self, progress: ProgressCallback | None) -> bool:
+    async def _take_reading(
+        self, progress: ProgressCallback | None, waiting: anyio.CancelScope | None
+    ) -> bool:
         """Hold the reading lock, and say whether another task held it first. While that
         task reads, report how far it has got every `_WAITING_PROGRESS_SECONDS`; take the
         lock the moment it lets go: sleeping out the interval kept a new process's first
         answer waiting up to 0.5 s after the notes were loaded (0.3 s of 1.8 s at 10,000
         notes). Waiters never take the lock only to let it go again: handed round among
-        themselves it never looked free, and calls with no deadline waited for ever."""
+        themselves it never looked free, and calls with no deadline waited for ever. A
+        wait bounded by `waiting` ends (the scope is cancelled) once the read's pace says
+        it ends after the bound: a session's first question beside the first build of
+        10,000 notes waited out all of its 2 s, 2 of its 3.2 s (python -m
+        bench.speed.first_day)."""
         if not self._reading.locked():
             await self._reading.acquire()
             return False
         while True:
+            if waiting is not None and not self._read_may_end_by(waiting.deadline):
+                waiting.cancel()
             await self._report_read(progress)
             with anyio.move_on_after(_WAITING_PROGRESS_SECONDS):
                 await self._reading.acquire()
                 return True
+
+    def _read_may_end_by(self, deadline: float) -> bool:
+        """Whether the read under way, at its pace so far, ends by `deadline`
+        (`anyio.current_time()`); True until its pace can be told."""
+        so_far, began = self._read_so_far, self._read_began
+        if so_far is None or began is None:
+            return True
+        now = anyio.current_time()
+        done, total = so_far
+        if now - began < _PACE_SECONDS or not done:
+            return True
+        return now + (total - done) * (now - began) / done <= deadline
 
     async def _report_read(self, progress: ProgressCallback | None) -> None:
         if progress is not None:
@@ -828,12 +855,13 @@ class Corpus:
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 
+        self._read_began = anyio.current_time()
         try:
             async with anyio.create_task_group() as group:
                 for path in paths:
                     group.start_soon(read_one, path)
         finally:
-            self._read_so_far = None
+            self._read_so_far = self._read_began = None
             # Notes read by a call that stopped waiting are kept, not read again.
             with anyio.CancelScope(shield=True):
                 if pending:
