@@ -781,17 +781,19 @@ class Corpus:
         notes). Waiters never take the lock only to let it go again: handed round among
         themselves it never looked free, and calls with no deadline waited for ever. A
         wait bounded by `waiting` ends (the scope is cancelled) once the read's pace says
-        it ends after the bound: a session's first question beside the first build of
-        10,000 notes waited out all of its 2 s, 2 of its 3.2 s (python -m
-        bench.speed.first_day)."""
+        it ends after the bound, looked at every `_PACE_SECONDS`: a session's first
+        question beside the first build of 10,000 notes waited out all of its 2 s, 2 of
+        its 3.2 s (python -m bench.speed.first_day)."""
         if not self._reading.locked():
             await self._reading.acquire()
             return False
+        # A bounded wait looks at the pace as soon as it can be told.
+        interval = _WAITING_PROGRESS_SECONDS if waiting is None else _PACE_SECONDS
         while True:
             if waiting is not None and not self._read_may_end_by(waiting.deadline):
                 waiting.cancel()
             await self._report_read(progress)
-            with anyio.move_on_after(_WAITING_PROGRESS_SECONDS):
+            with anyio.move_on_after(interval):
                 await self._reading.acquire()
                 return True
 
