@@ -978,6 +978,36 @@ async def test_a_first_question_waits_for_the_read_only_while_its_pace_says_it_e
 
 
 @pytest.mark.anyio
+async def test_a_first_question_does_not_wait_for_a_read_whose_first_notes_are_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No note read yet is a pace too: at best the notes under way end now, and the 36
+    others at that pace end after the wait. A new process's first notes come slowly (the
+    model loads beside them): the first build of 10,000 notes had none after a second."""
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._READ_CONCURRENCY", 4)
+    retriever, folder = slow_retriever(tmp_path, read_wait=2.0)
+    gate = anyio.Event()
+    read = folder.read_note
+
+    async def held(path: str) -> NoteData:
+        await gate.wait()
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", held)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        started = anyio.current_time()
+        found = await retriever.semantic_query("harbour ledger", limit=3)
+        waited = anyio.current_time() - started
+        gate.set()
+        background.cancel_scope.cancel()
+    assert "notes read: 0 of 40" in found.source_note, found.source_note
+    assert waited < 1.5, waited  # not the 2 s wait
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_path: Path) -> None:
     """Several calls waiting with no deadline (exact search, topic overview, related
     notes) while the server reads: each goes on once the reading ends. Waiters that took

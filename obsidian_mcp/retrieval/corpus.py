@@ -798,16 +798,20 @@ class Corpus:
                 return True
 
     def _read_may_end_by(self, deadline: float) -> bool:
-        """Whether the read under way, at its pace so far, ends by `deadline`
-        (`anyio.current_time()`); True until its pace can be told."""
-        so_far, began = self._read_so_far, self._read_began
-        if so_far is None or began is None:
-            return True
+        """Whether the read under way may end by `deadline` (`anyio.current_time()`), at
+        its pace so far if the notes under way ended now; True until it has run
+        `_PACE_SECONDS`. A new process's first notes come slowly (beside the model's
+        load): the first build of 10,000 notes had stored none after a second, and a
+        question that waited for a first note waited that second."""
+        began = self._read_began
         now = anyio.current_time()
-        done, total = so_far
-        if now - began < _PACE_SECONDS or not done:
+        if began is None or now - began < _PACE_SECONDS:
             return True
-        return now + (total - done) * (now - began) / done <= deadline
+        done, total = self._read_so_far or (0, self.unread)
+        at_best = done + _READ_CONCURRENCY
+        if at_best >= total:
+            return True
+        return now + (total - at_best) * (now - began) / at_best <= deadline
 
     async def _report_read(self, progress: ProgressCallback | None) -> None:
         if progress is not None:
