@@ -1008,6 +1008,28 @@ async def test_a_first_question_does_not_wait_for_a_read_whose_first_notes_are_s
 
 
 @pytest.mark.anyio
+async def test_a_note_read_twice_at_once_is_stored_once_and_keeps_its_passages(
+    tmp_path: Path,
+) -> None:
+    """A question's read-ahead and the first build's read may read one note at once: the
+    second store of the same file is none, so the passages a question ranks stay the
+    note's (stored again they took new ids, and the question crashed on the old ones)."""
+    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault"), tmp_path, index_embeddings=False)
+    corpus = retriever.corpus
+    await corpus.sync(read_all=False)
+    reads = [await corpus._read("Note 3.md") for _ in range(2)]  # pyright: ignore[reportPrivateUsage]
+    first, again = [read for read in reads if read is not None]
+    await corpus._store_and_install([first])  # pyright: ignore[reportPrivateUsage]
+    record = corpus.record("Note 3.md")
+    assert record is not None
+    ids = [chunk.id for chunk in record.chunks]
+    await corpus._store_and_install([again])  # pyright: ignore[reportPrivateUsage]
+    assert corpus.record("Note 3.md") is record
+    assert [corpus.chunk(chunk_id).path for chunk_id in ids] == ["Note 3.md"] * len(ids)
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_calls_that_wait_for_the_whole_read_all_go_on_when_it_ends(tmp_path: Path) -> None:
     """Several calls waiting with no deadline (exact search, topic overview, related
     notes) while the server reads: each goes on once the reading ends. Waiters that took

@@ -657,6 +657,17 @@ class Corpus:
         self, read: Sequence[tuple[NoteRow, ParsedNote, FileStat]]
     ) -> None:
         async with self._lock:
+            # A note read twice at once (a question's read-ahead, and the build's read that
+            # had started it) is stored once: stored again, its passages took new ids under
+            # the question ranking the first ones, which then were no passage (KeyError in
+            # the first-day benchmark through the stand-in).
+            read = [
+                (row, parsed, stat)
+                for row, parsed, stat in read
+                if (held := self._notes.get(row.path)) is None or held.stat != stat
+            ]
+            if not read:
+                return
             rows = [row for row, _, _ in read]
             stored = await anyio.to_thread.run_sync(self._store.put_notes, rows)
             for row, parsed, stat in read:
