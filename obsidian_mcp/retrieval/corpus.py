@@ -34,6 +34,7 @@ from obsidian_mcp.index.store import (
     PassageRow,
     StoredNote,
     StoredPassage,
+    text_hash,
 )
 from obsidian_mcp.retrieval.keyword import Bm25Index, terms
 from obsidian_mcp.sources.base import FileStat
@@ -660,11 +661,14 @@ class Corpus:
             # A note read twice at once (a question's read-ahead, and the build's read that
             # had started it) is stored once: stored again, its passages took new ids under
             # the question ranking the first ones, which then were no passage (KeyError in
-            # the first-day benchmark through the stand-in).
+            # the first-day benchmark through the stand-in). The same stat is not enough: a
+            # note read again before a listing carries the listing's stat, not its own.
             read = [
                 (row, parsed, stat)
                 for row, parsed, stat in read
-                if (held := self._notes.get(row.path)) is None or held.stat != stat
+                if (held := self._notes.get(row.path)) is None
+                or held.stat != stat
+                or held.content_hash != text_hash(row.content)
             ]
             if not read:
                 return
