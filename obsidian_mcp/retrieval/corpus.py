@@ -414,8 +414,9 @@ class Corpus:
     @property
     def may_lack_notes(self) -> bool:
         """Whether notes may not be read yet: listed and unread, or written since the last
-        listing while a first build reads (none is taken then, `sync`)."""
-        return self.reading or self.unread > 0
+        listing while a first build reads notes (no listing is taken then, `sync`); not
+        while a task only holds the reading lock to find nothing missing."""
+        return self._read_began is not None or self.unread > 0
 
     async def read_unread_holding(
         self, word: str, most: int, named: re.Pattern[str] | None = None
