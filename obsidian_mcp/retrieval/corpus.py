@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
@@ -319,6 +320,16 @@ def cut_note(
     return row, parsed
 
 
+@dataclass(slots=True)
+class _ReadUnderWay:
+    """A read of the notes the index lacks: since when (`anyio.current_time()`), how many
+    of how many are done."""
+
+    began: float
+    done: int
+    total: int
+
+
 class Corpus:
     """The vault's notes and BM25 over their passages, kept in the persistent index and
     refreshed by modification time.
@@ -364,9 +375,9 @@ class Corpus:
         # cutting (2.5 ms a note) ran between every two steps of a question, whose first
         # answer at 10,000 notes took 13 s instead of the 2 s it waits for unread notes.
         self._cutting = anyio.CapacityLimiter(1)
-        # (notes read, notes to read) while a task reads, for the calls that wait for it.
-        self._read_so_far: tuple[int, int] | None = None
-        self._read_began: float | None = None  # anyio.current_time() of the read under way
+        # The read of notes the index lacks, while a task reads them: how far it has got,
+        # for the calls that wait for it, and since when, for its pace.
+        self._read_under_way: _ReadUnderWay | None = None
         # Set when the read-aheads under way (`read_unread_holding`) have ended; None while
         # none is. The first build's read starts no note meanwhile: beside it, the folder's
         # scan for a question's word took over 8 s at 10,000 notes (0.27 s alone), and the
@@ -398,8 +409,9 @@ class Corpus:
 
     @property
     def reading(self) -> bool:
-        """Whether a task is reading notes the index lacks (a first build)."""
-        return self._reading.locked()
+        """Whether a task is reading notes the index lacks (a first build); not while one
+        only holds the reading lock to find nothing missing."""
+        return self._read_under_way is not None
 
     @property
     def unread(self) -> int:
@@ -414,9 +426,8 @@ class Corpus:
     @property
     def may_lack_notes(self) -> bool:
         """Whether notes may not be read yet: listed and unread, or written since the last
-        listing while a first build reads notes (no listing is taken then, `sync`); not
-        while a task only holds the reading lock to find nothing missing."""
-        return self._read_began is not None or self.unread > 0
+        listing while a first build reads (no listing is taken then, `sync`)."""
+        return self.reading or self.unread > 0
 
     async def read_unread_holding(
         self, word: str, most: int, named: re.Pattern[str] | None = None
@@ -819,19 +830,23 @@ class Corpus:
         `_PACE_SECONDS`. A new process's first notes come slowly (beside the model's
         load): the first build of 10,000 notes had stored none after a second, and a
         question that waited for a first note waited that second."""
-        began = self._read_began
+        read = self._read_under_way
         now = anyio.current_time()
-        if began is None or now - began < _PACE_SECONDS:
+        if read is None or now - read.began < _PACE_SECONDS:
             return True
-        done, total = self._read_so_far or (0, self.unread)
-        at_best = done + _READ_CONCURRENCY
-        if at_best >= total:
+        at_best = read.done + _READ_CONCURRENCY
+        if at_best >= read.total:
             return True
-        return now + (total - at_best) * (now - began) / at_best <= deadline
+        return now + (read.total - at_best) * (now - read.began) / at_best <= deadline
 
     async def _report_read(self, progress: ProgressCallback | None) -> None:
         if progress is not None:
-            done, total = self._read_so_far or (self.listed - self.unread, self.listed)
+            read = self._read_under_way
+            done, total = (
+                (read.done, read.total)
+                if read is not None
+                else (self.listed - self.unread, self.listed)
+            )
             await progress(done, total, f"indexed {done} of {total} notes")
 
     async def _read_many(self, paths: list[str], progress: ProgressCallback | None) -> None:
@@ -871,19 +886,19 @@ class Corpus:
             if read is not None:
                 pending.append(read)
             done += 1
-            self._read_so_far = (done, total)
+            under_way.done = done
             if len(pending) >= _STORE_BATCH or done == total:
                 await store_pending()
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 
-        self._read_began = anyio.current_time()
+        under_way = self._read_under_way = _ReadUnderWay(anyio.current_time(), 0, total)
         try:
             async with anyio.create_task_group() as group:
                 for path in paths:
                     group.start_soon(read_one, path)
         finally:
-            self._read_so_far = self._read_began = None
+            self._read_under_way = None
             # Notes read by a call that stopped waiting are kept, not read again.
             with anyio.CancelScope(shield=True):
                 if pending:
