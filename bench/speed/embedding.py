@@ -40,7 +40,7 @@ from obsidian_mcp.index.embedder import (
     embed_side_by_side,
 )
 from obsidian_mcp.index.recipe import TextRole
-from obsidian_mcp.index.vectors import BUILD_BATCH, BUILD_NICENESS
+from obsidian_mcp.index.vectors import BUILD_BATCH, BUILD_NICENESS, lower_this_threads_priority
 from obsidian_mcp.retrieval.corpus import passage_spans
 from obsidian_mcp.text.markdown import parse_note
 
@@ -93,8 +93,7 @@ def measure(threads: int, passages: list[str]) -> tuple[float, float, float, flo
 
 def _build_beside(embedder: Embedder, texts: list[str], stop: threading.Event) -> None:
     """What the background build does meanwhile: batches of BUILD_BATCH, niced."""
-    if hasattr(os, "setpriority"):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BUILD_NICENESS)
+    lower_this_threads_priority(BUILD_NICENESS)
     first = 0
     while not stop.is_set():
         embedder.embed(texts[first : first + BUILD_BATCH], TextRole.DOCUMENT)

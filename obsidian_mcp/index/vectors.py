@@ -296,7 +296,7 @@ class EmbeddingBuilder:
             self._thread.start()
 
     def _run(self) -> None:
-        _lower_this_threads_priority(BUILD_NICENESS)
+        lower_this_threads_priority(BUILD_NICENESS)
         try:
             self.run_until_done()
         except Exception as exc:  # the thread's last word: logged and shown in the status
@@ -356,7 +356,7 @@ class EmbeddingBuilder:
             thread.join()
 
 
-def _lower_this_threads_priority(by: int) -> None:
+def lower_this_threads_priority(by: int) -> None:
     """Raise the calling thread's nice value by `by` (at most to 19). Only on Linux, where a
     thread's own id names it to setpriority; elsewhere that id is no process's, and the
     build runs at the server's priority."""
