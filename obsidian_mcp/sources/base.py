@@ -81,7 +81,7 @@ def search_words(query: str) -> SearchWords:
 # The characters a case-insensitive pattern of an ASCII character matches that str.lower()
 # does not turn into it (dotted and dotless i, long s), found over every code point
 # (tests/test_folder_source.py checks it again).
-_CASED_APART_FROM_ASCII = ("\u0130", "\u0131", "\u017f")
+CASED_APART_FROM_ASCII = ("\u0130", "\u0131", "\u017f")
 
 
 def may_hold_every_word(content: str, words: Sequence[str]) -> bool:
@@ -91,7 +91,7 @@ def may_hold_every_word(content: str, words: Sequence[str]) -> bool:
     a search, lower-casing and looking 0.01-0.03 s."""
     if not all(word.isascii() for word in words):
         return True
-    if not content.isascii() and any(odd in content for odd in _CASED_APART_FROM_ASCII):
+    if not content.isascii() and any(odd in content for odd in CASED_APART_FROM_ASCII):
         return True
     lowered = content.lower()
     return all(word in lowered for word in words)
