@@ -4,6 +4,7 @@ import fcntl
 import os
 import shutil
 import socket
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,3 +209,12 @@ def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(corpus_module, "parse_note", counted)
     return parses
+
+
+def drop_note_snapshots(db: sqlite3.Connection) -> None:
+    """Take away what schema 7 added to an index file (the notes' snapshot and the log of
+    the notes changed since), as in a file a version before it made."""
+    for trigger in ("notes_logged_inserted", "notes_logged_deleted", "notes_logged_updated"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE note_changes")
+    db.execute("DROP TABLE note_snapshot")

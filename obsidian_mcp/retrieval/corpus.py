@@ -701,7 +701,11 @@ class Corpus:
         """List the vault's stats, drop what changed or disappeared, take in what the index
         already holds at the new stats."""
         self._listed_writes = self._vault.writes
-        stats = await self._vault.note_stats()
+        stored: dict[str, StoredNote] = {}
+        if self._loaded:
+            stats = await self._vault.note_stats()
+        else:
+            stats, stored = await self._stats_beside_stored()
         self._listed_at = time.monotonic()
         if stats.keys() != self._stats.keys():
             self.paths_generation += 1
@@ -710,7 +714,6 @@ class Corpus:
         self._listings_and_skips += 1
         if not self._loaded:
             with collector_paused(frozen_after=True):
-                stored = await anyio.to_thread.run_sync(self._store.load_notes)
                 self._loaded = True
                 self._take_stored(stored, stats)
             gone = [path for path in stored if path not in stats]
@@ -732,6 +735,38 @@ class Corpus:
         # bench.speed.index --prebuilt, three alternating rounds); a trim takes about 1 ms
         # (13 ms at most) in that server.
         release_free_memory()
+
+    async def _stats_beside_stored(self) -> tuple[dict[str, FileStat], dict[str, StoredNote]]:
+        """The vault's stats and every stored note, the listing and the load side by side: a
+        new process's first answer waited 0.08 s for the listing before the load began
+        (10,000 notes, folder; the load takes 0.3-0.4 s)."""
+        stored: dict[str, StoredNote] = {}
+        stats: dict[str, FileStat] = {}
+        # Raised as they came, once both ended: a task group would wrap them in a group,
+        # and callers tell a vault's failure (`VaultError`) by its type.
+        failures: list[Exception] = []
+
+        async def load() -> None:
+            nonlocal stored
+            try:
+                with collector_paused(frozen_after=True):
+                    stored = await anyio.to_thread.run_sync(self._store.load_notes)
+            except Exception as exc:
+                failures.append(exc)
+
+        async def list_stats() -> None:
+            nonlocal stats
+            try:
+                stats = await self._vault.note_stats()
+            except Exception as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as both:
+            both.start_soon(load)
+            both.start_soon(list_stats)
+        if failures:
+            raise failures[0]
+        return stats, stored
 
     async def sync(
         self,

@@ -282,6 +282,7 @@ class Retriever:
 
         async def read() -> None:
             await self.corpus.sync(read_all=True, by_a_call=False)
+            await self._save_note_snapshot()
 
         async with anyio.create_task_group() as both:
             both.start_soon(self._logged, read, "reading the vault")
@@ -310,8 +311,16 @@ class Retriever:
                 if self.corpus.generation != embedded_at:
                     embedded_at = self.corpus.generation
                     await self.candidates.embed_a_few_left()
+                    await self._save_note_snapshot()
             except VaultError as exc:  # the next call meets it too, and says so
                 logger.debug("keeping the index current: %s", exc)
+
+    async def _save_note_snapshot(self) -> None:
+        """Write the notes' snapshot a new process loads from, when enough notes changed
+        outside it (`IndexStore.save_note_snapshot`): after a read and after edits. Not
+        while a first build reads: it is written when the read ends."""
+        if not self.corpus.reading:
+            await anyio.to_thread.run_sync(self.corpus.store.save_note_snapshot)
 
     @staticmethod
     async def _logged(work: Callable[[], Awaitable[object]], what: str) -> None:
@@ -326,6 +335,7 @@ class Retriever:
         """Bring the whole index up to date now: read what changed, then embed every passage
         without a vector (what the background build would do, in the foreground)."""
         await self.corpus.sync(read_all=True, progress=progress, by_a_call=False)
+        await self._save_note_snapshot()
         if self.builder is None or self.embedder is None:
             return
         embedder = await anyio.to_thread.run_sync(self.embedder.get)
