@@ -73,6 +73,7 @@ from bench.shared.harness import (
     markdown_table,
     median,
     percentile,
+    prime_standin,
     server_env,
     stdio_session,
 )
@@ -85,7 +86,6 @@ from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import BUILD_BATCH
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
-from obsidian_mcp.sources.rest import JSONLOGIC
 from obsidian_mcp.vault import Vault
 from tests.standin.process import StandinProcess
 
@@ -419,19 +419,8 @@ async def serve_both(
                 )
                 response.raise_for_status()
 
-        # Obsidian is running long before an agent session starts; the stand-in's first
-        # listing of a fresh process reads every note's stat from a cold disk cache (5.4 s
-        # of an 8.3 s restart at 10,000 notes), which no user waits for. It is done, and
-        # timed apart, before the server starts.
-        async with standin.async_client(timeout=300) as http:
-            started = time.perf_counter()
-            listing = await http.post(
-                "/search/",
-                content=json.dumps({"var": "stat"}),
-                headers={"Content-Type": JSONLOGIC},
-            )
-            listing.raise_for_status()
-        print(f"  the stand-in's own first listing: {time.perf_counter() - started:.2f} s")
+        primed = await prime_standin(standin)
+        print(f"  the stand-in's own first listing: {primed:.2f} s")
         rest_env = server_env(standin=standin, vault=vault, config_dir=config)
         runs.append(await serve(rest_env, notes, "stand-in", probes, edit_by_put, code))
     for run in runs:
