@@ -231,4 +231,8 @@ def test_a_damaged_snapshot_is_said_and_the_notes_come_from_their_rows(
         db.execute(damage)
     assert store.load_notes() == expected
     assert "notes' snapshot is damaged" in caplog.text
+    # Dropped, so the server's next look writes it again; and it is read from then on.
+    assert store.save_note_snapshot() == len(PATHS)
+    caplog.clear()
+    assert store.load_notes() == expected and "damaged" not in caplog.text
     store.close()

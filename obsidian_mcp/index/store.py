@@ -966,27 +966,34 @@ class IndexStore:
                 return _notes_from_rows(self._db, None)
             self._db.execute("BEGIN")
             try:
-                snapshot = self._notes_from_snapshot(self._db)
-                return snapshot if snapshot is not None else _notes_from_rows(self._db, None)
+                snapshot, damaged = self._notes_from_snapshot(self._db)
+                notes = snapshot if snapshot is not None else _notes_from_rows(self._db, None)
             finally:
                 self._db.execute("COMMIT")
+            if damaged is not None:
+                self._drop_damaged_note_snapshot(damaged)
+            return notes
 
-    def _notes_from_snapshot(self, db: sqlite3.Connection) -> dict[str, StoredNote] | None:
-        """Every stored note, from the snapshot and the rows of the notes changed after it;
-        None without a snapshot, or with one that cannot be read."""
+    def _notes_from_snapshot(
+        self, db: sqlite3.Connection
+    ) -> tuple[dict[str, StoredNote] | None, int | None]:
+        """Every stored note, from the snapshot and the rows of the notes changed after it
+        (None without a snapshot, or with one that cannot be read); and the `through_seq`
+        of a snapshot that cannot be read."""
         row = db.execute(
             "SELECT through_seq, notes, sections, passages, hashes FROM note_snapshot"
         ).fetchone()
         if row is None:
-            return None
+            return None, None
         through_seq, notes_blob, sections_blob, passages_blob, hashes_blob = row
         notes = _decoded_note_snapshot(notes_blob, sections_blob, passages_blob, hashes_blob)
         if notes is None:
             logger.warning(
-                "passage index %s: the notes' snapshot is damaged; notes read from their rows",
+                "passage index %s: the notes' snapshot is damaged; notes read from their rows, "
+                "and the snapshot written again once the server has read the vault",
                 self.path,
             )
-            return None
+            return None, int(through_seq)
         changed = [
             path
             for (path,) in db.execute(
@@ -996,7 +1003,17 @@ class IndexStore:
         for path in changed:
             notes.pop(path, None)
         notes.update(_notes_from_rows(db, changed))
-        return notes
+        return notes, None
+
+    def _drop_damaged_note_snapshot(self, through_seq: int) -> None:
+        """Drop a snapshot that cannot be read (unless another process replaced it since),
+        so the next `save_note_snapshot` writes one: with none, every note counts as
+        outside it. Only a later process's time is at stake: a failure is logged."""
+        try:
+            with self._write() as db:
+                db.execute("DELETE FROM note_snapshot WHERE through_seq = ?", (through_seq,))
+        except sqlite3.Error as exc:
+            logger.warning("passage index %s: damaged notes' snapshot kept (%s)", self.path, exc)
 
     def save_note_snapshot(self) -> int:
         """Write the notes' snapshot again when NOTE_SNAPSHOT_MIN_CHANGES, and
