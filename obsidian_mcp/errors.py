@@ -150,6 +150,19 @@ class UpstreamError(VaultError):
         super().__init__(f"Obsidian at {url} answered HTTP {status}: {message}. {advice}")
 
 
+class NotesChanging(VaultError):
+    """The notes a call ranked were read again under it, attempt after attempt: something
+    rewrites them faster than a call can rank them."""
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts = attempts
+        super().__init__(
+            f"The vault's notes changed while this call ranked them, {attempts} times in a "
+            "row (something is rewriting them quickly: a sync or a script). Call again in a "
+            "few seconds; nothing was written."
+        )
+
+
 class ConfigurationInvalid(VaultError):
     """The server started, but its settings (or one vault's) cannot work; every call on
     what they configure says so."""

@@ -5,9 +5,10 @@ lists are labelled `summary`, quotes are labelled `passage`."""
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 from obsidian_mcp.errors import InvalidArgument
-from obsidian_mcp.retrieval.corpus import ProgressCallback
+from obsidian_mcp.retrieval.corpus import ProgressCallback, run_again_while_gone
 from obsidian_mcp.retrieval.cutting import PassageHit, focus_window, passage_hit
 from obsidian_mcp.retrieval.links import is_attachment_target
 from obsidian_mcp.retrieval.packing import FileContext, shorten
@@ -71,9 +72,19 @@ async def quick_context(
     max_tokens: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> QuickContext:
+    """The topic's overview; made again when a note it ranked is read again meanwhile
+    (`run_again_while_gone`)."""
     if not topic.strip():
         raise InvalidArgument("topic is empty; name a person, place, event or idea.")
     budget = max_tokens or retriever.settings.max_tokens
+    return await run_again_while_gone(
+        partial(_overview, retriever, topic, budget=budget, progress=progress)
+    )
+
+
+async def _overview(
+    retriever: Retriever, topic: str, *, budget: int, progress: ProgressCallback | None
+) -> QuickContext:
     found = await retriever.ranked_passages(topic, folder="", progress=progress)
     ranked = found.ranked
     corpus = retriever.corpus

@@ -6,12 +6,18 @@ links, or the passage that matches)."""
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 from obsidian_mcp.errors import NoteNotFound, VaultError
 from obsidian_mcp.index.vectors import RANKED_FIRST
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.reading import read_named
-from obsidian_mcp.retrieval.corpus import Chunk, NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.corpus import (
+    Chunk,
+    NoteRecord,
+    ProgressCallback,
+    run_again_while_gone,
+)
 from obsidian_mcp.retrieval.links import is_attachment_target
 from obsidian_mcp.retrieval.search import Retriever
 from obsidian_mcp.retrieval.semantic import normalise_hits
@@ -225,6 +231,16 @@ async def _obsidian_backlinks(
 
 async def find_related(
     retriever: Retriever, raw_path: str, *, limit: int, progress: ProgressCallback | None = None
+) -> Related:
+    """The note's links, backlinks and similar notes; found again when a note it ranked is
+    read again meanwhile (`run_again_while_gone`)."""
+    return await run_again_while_gone(
+        partial(_related, retriever, raw_path, limit=limit, progress=progress)
+    )
+
+
+async def _related(
+    retriever: Retriever, raw_path: str, *, limit: int, progress: ProgressCallback | None
 ) -> Related:
     corpus = retriever.corpus
     await corpus.sync(read_all=True, progress=progress)

@@ -38,7 +38,12 @@ from obsidian_mcp.retrieval.candidates import (
     note_passage_scores,
     query_terms,
 )
-from obsidian_mcp.retrieval.corpus import Corpus, NoteRecord, ProgressCallback
+from obsidian_mcp.retrieval.corpus import (
+    Corpus,
+    NoteRecord,
+    ProgressCallback,
+    run_again_while_gone,
+)
 from obsidian_mcp.retrieval.currency import Currency, current_first, note_dates
 from obsidian_mcp.retrieval.cutting import PassageHit, cut_passages, passage_hit
 from obsidian_mcp.retrieval.exact import Needles, check_query_terms, file_score, parse_needles
@@ -506,18 +511,23 @@ class Retriever:
         folder: str = "",
         progress: ProgressCallback | None = None,
     ) -> OfferedPassages:
-        """Stages 1 to 3 of `vault_semantic_query`: the passages offered to cutting."""
+        """Stages 1 to 3 of `vault_semantic_query`: the passages offered to cutting; run
+        again when a note they come from is read again meanwhile (`run_again_while_gone`)."""
         if not query.strip():
             raise InvalidArgument("query is empty; ask a question or give a few words.")
         scope, _ = folder_prefix(folder)
-        found = await self.ranked_passages(query, folder=scope, progress=progress)
-        weighted = self.weighted_terms(query)
-        offered = found.ranked[: limit * OFFERED_PER_SHOWN]
-        if self.stages.currency:
-            offered = current_first(
-                self.corpus, offered, self.currency, self._richest_passage(weighted, scope)
-            )
-        return OfferedPassages(query, scope, found, offered, weighted)
+
+        async def offer() -> OfferedPassages:
+            found = await self.ranked_passages(query, folder=scope, progress=progress)
+            weighted = self.weighted_terms(query)
+            offered = found.ranked[: limit * OFFERED_PER_SHOWN]
+            if self.stages.currency:
+                offered = current_first(
+                    self.corpus, offered, self.currency, self._richest_passage(weighted, scope)
+                )
+            return OfferedPassages(query, scope, found, offered, weighted)
+
+        return await run_again_while_gone(offer)
 
     def answer(
         self,
@@ -530,11 +540,15 @@ class Retriever:
         most_cut: int | None = None,
     ) -> SearchResult:
         """Stages 4 and 5 of `vault_semantic_query`: the offered passages cut and packed;
-        only the first `most_cut` of them when given (`across.offered_shares`)."""
+        only the first `most_cut` of them when given (`across.offered_shares`). A passage
+        whose note was read again since it was offered (an await between, several vaults
+        weighed against each other) is left out: its note's new passages were not ranked."""
         found = offered.found
+        held = self.corpus.holds
+        ranked = [(chunk_id, score) for chunk_id, score in found.ranked if held(chunk_id)]
         hits = cut_passages(
             self.corpus,
-            offered.offered[:most_cut],
+            [(chunk_id, score) for chunk_id, score in offered.offered[:most_cut] if held(chunk_id)],
             found.whole_blocks,
             offered.weighted,
             top=found.top_score,
@@ -551,7 +565,7 @@ class Retriever:
             budget=max_tokens or self.settings.max_tokens,
             include_context=include_context,
             total_passages=found.total,
-            total_files=len({self.corpus.chunk(c).path for c, _ in found.ranked}),
+            total_files=len({self.corpus.chunk(c).path for c, _ in ranked}),
             strength=found.strength,
             concise=concise,
         )
