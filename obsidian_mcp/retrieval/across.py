@@ -99,7 +99,8 @@ async def offered_relevance(
     offered: Sequence[tuple[str, Retriever, OfferedPassages]],
 ) -> dict[str, float] | None:
     """`answer_relevance` before cutting: by each vault's first RELEVANCE_PASSAGES offered
-    passages (the passages its first hits are cut from)."""
+    passages (the passages its first hits are cut from) that are still held (a note read
+    again since they were offered is left out, as `Retriever.answer` leaves it out)."""
     if not offered:
         return None
     return await _relevance(
@@ -111,6 +112,7 @@ async def offered_relevance(
                 [
                     digest
                     for chunk_id, _ in found.offered[:RELEVANCE_PASSAGES]
+                    if retriever.corpus.holds(chunk_id)
                     for digest in retriever.corpus.chunk(chunk_id).text_hashes
                 ],
             )
