@@ -122,5 +122,5 @@ async def test_a_call_whose_passages_go_is_run_again_then_told_to_ask_again(
         raise PassageGone(7)
 
     monkeypatch.setattr(corpus_module, "CALL_RUNS", 2)
-    with pytest.raises(NotesChanging, match="2 times in a row.*Call again"):
+    with pytest.raises(NotesChanging, match=r"2 times in a row.*Call again"):
         await run_again_while_gone(always_gone)
