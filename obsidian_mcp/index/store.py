@@ -35,9 +35,10 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Collection, Generator, Iterable, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate, chain, pairwise, repeat
 from pathlib import Path
 from typing import Any
@@ -1020,22 +1021,30 @@ class IndexStore:
         SNAPSHOT_REWRITE_SHARE of the notes it holds, changed outside it; the notes
         written, or 0. A snapshot only saves time: a busy or full disk leaves the old one
         (or none), and a new process reads the notes changed since from their rows."""
-        if self.path == ":memory:":
+        return self._save_when_due("notes' snapshot", _note_snapshot_due, self._write_note_snapshot)
+
+    def _save_when_due(
+        self,
+        what: str,
+        due: Callable[[sqlite3.Connection], bool],
+        write: Callable[[sqlite3.Connection], int],
+    ) -> int:
+        """Write a snapshot (`what` names it in a log line) when `due` says so, on a
+        connection of its own, outside this process's locks: reading and coding the rows
+        takes 0.4 s (vectors) to 0.8 s (notes) at 10,000 notes, in which questions read
+        on and writers write on (WAL). What `write` wrote, or 0."""
+        if self.path == ":memory:":  # lives as long as this process: nothing to read faster
             return 0
         with self._reader() as db:
-            due = _note_snapshot_due(db)
-        if not due:
-            return 0
-        # On a connection of its own, outside this process's locks, and read in a read
-        # transaction: reading and coding the notes takes about a second at 10,000 notes,
-        # in which questions read on and writers write on; only the short write waits.
+            if not due(db):
+                return 0
         try:
             db = self._connect()
         except (sqlite3.Error, OSError) as exc:
-            logger.warning("passage index %s: no notes' snapshot written (%s)", self.path, exc)
+            logger.warning("passage index %s: no %s written (%s)", self.path, what, exc)
             return 0
         try:
-            return self._write_note_snapshot(db)
+            return write(db)
         finally:
             db.close()
 
@@ -1293,23 +1302,11 @@ class IndexStore:
     def save_vector_snapshot(self, model: str) -> int:
         """Write the model's snapshot again when SNAPSHOT_REWRITE_SHARE of its vectors are
         outside it (and at least SNAPSHOT_MIN_ROWS); the rows written, or 0."""
-        if self.path == ":memory:":  # lives as long as this process: nothing to read faster
-            return 0
-        with self._reader() as db:
-            due = _vector_snapshot_due(db, model)
-        if not due:
-            return 0
-        # On a connection of its own, outside this process's locks: the copy takes about
-        # 0.4 s at 10,000 notes, and queries read on through the others (WAL).
-        try:
-            db = self._connect()
-        except (sqlite3.Error, OSError) as exc:
-            logger.warning("passage index %s: no vector snapshot written (%s)", self.path, exc)
-            return 0
-        try:
-            return self._write_snapshot(db, model)
-        finally:
-            db.close()
+        return self._save_when_due(
+            "vector snapshot",
+            partial(_vector_snapshot_due, model=model),
+            partial(self._write_snapshot, model=model),
+        )
 
     def _write_snapshot(self, db: sqlite3.Connection, model: str) -> int:
         """Write the model's snapshot on `db`, a connection no other thread uses; how many
