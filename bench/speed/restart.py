@@ -1,6 +1,7 @@
 """A new server on a built index, checkouts side by side: restart and memory, alternating.
 
     python -m bench.speed.restart VAULT_PARENT CACHE_DIR --code DIR [DIR ...] [--rounds 5]
+        [--source standin]
 
 VAULT_PARENT and CACHE_DIR are a prebuilt index, as for ``python -m bench.speed.index
 --prebuilt`` (``vault/``, ``planted.jsonl``, and the cache folder an ``obsidian-mcp index``
@@ -20,6 +21,7 @@ RSS <= 380 MB. A round of 10,000 notes takes about 10 s a checkout. Results go t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import tempfile
@@ -35,11 +37,13 @@ from bench.shared.harness import (
     copy_prebuilt,
     gold_found,
     markdown_table,
+    prime_standin,
     save_results,
     server_env,
     stdio_session,
 )
 from bench.speed.index import SEMANTIC, server_rss_mb
+from tests.standin.process import StandinProcess
 
 # Questions after the first answer, before the memory is read: what a session's start
 # brings in (parses, the query cache) beside the loaded index.
@@ -62,7 +66,12 @@ async def one_restart(
     return {"seconds": seconds, "hit": hit, "rss_mb": rss}
 
 
-async def run(parent: Path, cache: Path, codes: Sequence[Path], rounds: int) -> dict[str, Any]:
+async def run(
+    parent: Path, cache: Path, codes: Sequence[Path], rounds: int, source: str = "folder"
+) -> dict[str, Any]:
+    """`source`: "folder", or "standin": each copy served through a stand-in Local REST API
+    5.x of its own (the folder configured too, as `bench.speed.index` does, so the server
+    finds the folder-keyed index), primed as a running Obsidian is (`prime_standin`)."""
     planted = [
         json.loads(line)
         for line in (parent / "planted.jsonl").read_text("utf-8").splitlines()
@@ -70,27 +79,37 @@ async def run(parent: Path, cache: Path, codes: Sequence[Path], rounds: int) -> 
     ]
     runs: dict[str, list[dict[str, Any]]] = {str(code): [] for code in codes}
     with tempfile.TemporaryDirectory(prefix="restart-bench-") as tmp:
-        envs: list[dict[str, str]] = []
-        for n, code in enumerate(codes):
-            work = Path(tmp) / f"checkout-{n}"
-            env = server_env(vault=work / "vault", config_dir=work / "config")
-            upgrade = copy_prebuilt(parent, cache, work / "vault", env, code)
-            print(f"  {code}: its copy upgraded in {upgrade:.2f} s", flush=True)
-            envs.append(env)
-        for round_number in range(rounds):
-            # Who goes first alternates, so that no checkout always follows another's exit.
-            order = list(zip(codes, envs, strict=True))
-            if round_number % 2:
-                order.reverse()
-            for code, env in order:
-                result = await one_restart(env, code, planted)
-                runs[str(code)].append(result)
-                print(
-                    f"  round {round_number + 1} {code}: {result['seconds']:.2f} s, "
-                    f"{result['rss_mb']:.0f} MB",
-                    flush=True,
-                )
-    return {"parent": str(parent), "rounds": rounds, "runs": runs}
+        async with contextlib.AsyncExitStack() as standins:
+            envs: list[dict[str, str]] = []
+            for n, code in enumerate(codes):
+                work = Path(tmp) / f"checkout-{n}"
+                env = server_env(vault=work / "vault", config_dir=work / "config")
+                upgrade = copy_prebuilt(parent, cache, work / "vault", env, code)
+                print(f"  {code}: its copy upgraded in {upgrade:.2f} s", flush=True)
+                if source == "standin":
+                    standin = await standins.enter_async_context(
+                        StandinProcess(work / "vault", plugin_version="5.1.0", startup_timeout=300)
+                    )
+                    primed = await prime_standin(standin)
+                    print(f"  {code}: the stand-in's own first listing {primed:.2f} s", flush=True)
+                    env = server_env(
+                        standin=standin, vault=work / "vault", config_dir=work / "config"
+                    )
+                envs.append(env)
+            for round_number in range(rounds):
+                # Who goes first alternates, so that no checkout always follows another's exit.
+                order = list(zip(codes, envs, strict=True))
+                if round_number % 2:
+                    order.reverse()
+                for code, env in order:
+                    result = await one_restart(env, code, planted)
+                    runs[str(code)].append(result)
+                    print(
+                        f"  round {round_number + 1} {code}: {result['seconds']:.2f} s, "
+                        f"{result['rss_mb']:.0f} MB",
+                        flush=True,
+                    )
+    return {"parent": str(parent), "rounds": rounds, "source": source, "runs": runs}
 
 
 def table(found: dict[str, Any]) -> str:
@@ -133,11 +152,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the checkouts to compare (git worktree add DIR <commit>); '.' is this one",
     )
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--source",
+        choices=("folder", "standin"),
+        default="folder",
+        help="serve through the vault folder, or through the stand-in Local REST API 5.x",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be 1 or more")
     codes = [code.resolve() for code in args.code]
-    found = anyio.run(run, args.parent, args.cache, codes, args.rounds)
+    found = anyio.run(run, args.parent, args.cache, codes, args.rounds, args.source)
     print(table(found))
     print(f"results: {save_results(OUT_DIR, 'restart', found)}")
 
