@@ -493,11 +493,7 @@ def _notes_from_rows(db: sqlite3.Connection, paths: list[str] | None) -> dict[st
         # Interned, so the passage vectors (`vectors_since`) hold the same strings.
         hashes[passage_id] = (*hashes.get(passage_id, ()), sys.intern(digest))
     note_rows = list(_rows_of(db, _NOTE_COLUMNS + "FROM notes ", _NOTE_BY_PATH, "", paths))
-    # One string per path, heading path, heading, link target and label term, shared by
-    # every passage, section or note holding it: at 10,000 notes, each parsed afresh took
-    # 11 MB more (a note's title leads each of its sections).
-    same = {row[0]: row[0] for row in note_rows}
-    shared = same.setdefault
+    shared = _sharing(row[0] for row in note_rows)
     sections: dict[str, tuple[str, ...]] = {}
     by_note: dict[str, list[StoredPassage]] = {}
     for pid, path, section, start, end, length in _rows_of(
@@ -505,9 +501,7 @@ def _notes_from_rows(db: sqlite3.Connection, paths: list[str] | None) -> dict[st
     ):
         heading_path = sections.get(section)
         if heading_path is None:
-            heading_path = sections[section] = tuple(
-                shared(heading, heading) for heading in json.loads(section)
-            )
+            heading_path = sections[section] = _shared_all(shared, json.loads(section))
         path = shared(path, path)
         by_note.setdefault(path, []).append(
             StoredPassage(pid, path, heading_path, start, end, hashes.get(pid, ()), length)
@@ -516,19 +510,58 @@ def _notes_from_rows(db: sqlite3.Connection, paths: list[str] | None) -> dict[st
     # Every note's links and backlinks, parsed in one call rather than one a note.
     lists = _json_values({text for row in note_rows for text in row[5:7] if text is not None})
     return {
-        path: StoredNote(
-            path,
-            mtime_ms,
-            size,
-            sys.intern(content_hash),
-            tuple(shared(term, term) for term in label_terms.split()),
-            None if backlinks is None else tuple(shared(b, b) for b in lists[backlinks]),
+        path: _stored_note(
+            shared,
+            (path, mtime_ms, size, content_hash, label_terms),
+            None if backlinks is None else lists[backlinks],
             tuple(by_note.get(path, ())),
-            None if links is None else tuple((shared(t, t), a, b) for t, a, b in lists[links]),
+            None if links is None else lists[links],
             title,
         )
         for path, mtime_ms, size, content_hash, label_terms, backlinks, links, title in note_rows
     }
+
+
+# Shares one string among every holder of it: `shared(text, text)`.
+_Sharing = Callable[[str, str], str]
+
+
+def _sharing(paths: Iterable[str]) -> _Sharing:
+    """One string per path, heading path, heading, link target and label term, shared by
+    every passage, section or note holding it, whether the notes come from rows or from
+    the snapshot: at 10,000 notes, each parsed afresh took 11 MB more (a note's title
+    leads each of its sections). Paths first, so a note's path is the one its passages
+    hold."""
+    return {path: path for path in paths}.setdefault
+
+
+def _shared_all(shared: _Sharing, texts: Iterable[str]) -> tuple[str, ...]:
+    return tuple([shared(text, text) for text in texts])
+
+
+def _stored_note(
+    shared: _Sharing,
+    fields: tuple[str, int, int, str, str],
+    backlinks: Iterable[str] | None,
+    passages: tuple[StoredPassage, ...],
+    links: Iterable[Sequence[Any]] | None,
+    title: str | None,
+) -> StoredNote:
+    """A note as a process keeps it, made alike from its rows and from the snapshot
+    (`load_notes` is the same either way): `fields` are its path, modification time,
+    size, content hash and label terms (joined by spaces), as stored."""
+    path, mtime_ms, size, content_hash, label_terms = fields
+    return StoredNote(
+        path,
+        mtime_ms,
+        size,
+        sys.intern(content_hash),
+        _shared_all(shared, label_terms.split()),
+        None if backlinks is None else _shared_all(shared, backlinks),
+        passages,
+        None if links is None else tuple([(shared(t, t), a, b) for t, a, b in links]),
+        title,
+    )
 
 
 def _rows_of(
@@ -630,9 +663,8 @@ def _decoded_note_snapshot(
         digests = hashes_blob.decode("ascii").split("\n") if hashes_blob else []
         if len(digests) != sum(text_counts) or len(ids) != sum(f[8] for f in note_fields):
             return None
-        same = {fields[0]: fields[0] for fields in note_fields}
-        shared = same.setdefault
-        heading_paths = [tuple([shared(h, h) for h in headings]) for headings in heading_lists]
+        shared = _sharing(fields[0] for fields in note_fields)
+        heading_paths = [_shared_all(shared, headings) for headings in heading_lists]
         interned = tuple(map(sys.intern, digests))  # a tuple's slice is the tuple held
         bounds = list(accumulate(text_counts, initial=0))
         texts = [interned[a:b] for a, b in pairwise(bounds)]
@@ -662,15 +694,12 @@ def _decoded_note_snapshot(
             title,
             count,
         ) in note_fields:
-            notes[path] = StoredNote(
-                path,
-                mtime_ms,
-                size,
-                sys.intern(content_hash),
-                tuple([shared(term, term) for term in labels.split()]),
-                None if backlinks is None else tuple([shared(b, b) for b in backlinks]),
+            notes[path] = _stored_note(
+                shared,
+                (path, mtime_ms, size, content_hash, labels),
+                backlinks,
                 tuple(passages[first : first + count]),
-                None if links is None else tuple([(shared(t, t), a, b) for t, a, b in links]),
+                links,
                 title,
             )
             first += count
