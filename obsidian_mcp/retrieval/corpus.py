@@ -750,22 +750,24 @@ class Corpus:
         """List the vault's stats, drop what changed or disappeared, take in what the index
         already holds at the new stats."""
         self._listed_writes = self._vault.writes
-        stored: dict[str, StoredNote] = {}
+        first_load: dict[str, StoredNote] | None = None
         if self._loaded:
             stats = await self._vault.note_stats()
         else:
-            stats, stored = await self._stats_beside_stored()
+            # The collector is off from the load to the install, and what both built is
+            # frozen once after them.
+            with collector_paused(frozen_after=True):
+                stats, first_load = await self._stats_beside_stored()
+                self._take_stored(first_load, stats)
+            self._loaded = True
         self._listed_at = time.monotonic()
         if stats.keys() != self._stats.keys():
             self.paths_generation += 1
         self._stats = stats
         self._skipped = {path: stat for path, stat in self._skipped.items() if path in stats}
         self._listings_and_skips += 1
-        if not self._loaded:
-            with collector_paused(frozen_after=True):
-                self._loaded = True
-                self._take_stored(stored, stats)
-            gone = [path for path in stored if path not in stats]
+        if first_load is not None:
+            gone = [path for path in first_load if path not in stats]
         else:
             stale = [p for p, r in self._notes.items() if stats.get(p) != r.stat]
             for path in stale:
@@ -798,8 +800,7 @@ class Corpus:
         async def load() -> None:
             nonlocal stored
             try:
-                with collector_paused(frozen_after=True):
-                    stored = await anyio.to_thread.run_sync(self._store.load_notes)
+                stored = await anyio.to_thread.run_sync(self._store.load_notes)
             except Exception as exc:
                 failures.append(exc)
 
