@@ -12,8 +12,10 @@ import anyio
 import pytest
 
 from obsidian_mcp.config import Settings
+from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.embedder import OnnxEmbedder
 from obsidian_mcp.index.location import index_path
+from obsidian_mcp.index.store import StoredNote
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.sources.folder import FolderSource
@@ -218,3 +220,18 @@ def drop_note_snapshots(db: sqlite3.Connection) -> None:
         db.execute(f"DROP TRIGGER {trigger}")
     db.execute("DROP TABLE note_changes")
     db.execute("DROP TABLE note_snapshot")
+
+
+@pytest.fixture
+def loads_from_rows(monkeypatch: pytest.MonkeyPatch) -> list[list[str] | None]:
+    """The `paths` of every load of notes from their rows in the passage index (None: every
+    note), as a new process makes them without the notes' snapshot."""
+    calls: list[list[str] | None] = []
+    from_rows = store_module._notes_from_rows  # pyright: ignore[reportPrivateUsage]
+
+    def counted(db: sqlite3.Connection, paths: list[str] | None) -> dict[str, StoredNote]:
+        calls.append(paths)
+        return from_rows(db, paths)
+
+    monkeypatch.setattr(store_module, "_notes_from_rows", counted)
+    return calls

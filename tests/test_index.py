@@ -462,21 +462,13 @@ async def test_a_build_leaves_a_snapshot_of_its_vectors_and_an_older_index_gains
 
 @pytest.mark.anyio
 async def test_a_new_process_makes_its_notes_from_their_snapshot_and_an_older_index_gains_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loads_from_rows: list[list[str] | None]
 ) -> None:
     """Issue 38: a new process made its notes from a row per text, passage and note, 0.64-
     0.8 s of its 1.9-2.2 s to a first answer at 10,000 notes. A build's read leaves a
     snapshot of them (schema 7), which a new process loads; an index without one gains it
     when the server has read the vault."""
     monkeypatch.setattr(store_module, "NOTE_SNAPSHOT_MIN_CHANGES", 1)  # the vault is small
-    from_rows = store_module._notes_from_rows  # pyright: ignore[reportPrivateUsage]
-    every_note_from_rows: list[bool] = []
-
-    def counted(db: sqlite3.Connection, paths: list[str] | None) -> dict[str, StoredNote]:
-        every_note_from_rows.append(paths is None)
-        return from_rows(db, paths)
-
-    monkeypatch.setattr(store_module, "_notes_from_rows", counted)
     vault = small_vault(tmp_path / "vault")
     first, _ = retriever_on(vault, tmp_path)
     await first.build_index()
@@ -485,10 +477,10 @@ async def test_a_new_process_makes_its_notes_from_their_snapshot_and_an_older_in
     with sqlite3.connect(file) as db:
         assert db.execute("SELECT held FROM note_snapshot").fetchone()[0] == 3
 
-    every_note_from_rows.clear()
+    loads_from_rows.clear()
     again, folder = retriever_on(vault, tmp_path)
     assert first_group(await answer(again, PARAPHRASE)).startswith("## Ferry.md")
-    assert folder.reads == [] and not any(every_note_from_rows)
+    assert folder.reads == [] and None not in loads_from_rows
     again.close()
 
     with sqlite3.connect(file) as db:

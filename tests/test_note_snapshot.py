@@ -4,7 +4,6 @@ before or after a snapshot, `load_notes()` equals the notes made from their rows
 
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,20 +64,6 @@ def every_change_due(monkeypatch: pytest.MonkeyPatch) -> None:
     """A snapshot is written whenever one note changed outside it (the vault is small)."""
     monkeypatch.setattr(store_module, "NOTE_SNAPSHOT_MIN_CHANGES", 1)
     monkeypatch.setattr(store_module, "SNAPSHOT_REWRITE_SHARE", 0.0)
-
-
-@pytest.fixture
-def loads_from_rows(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str] | None]]:
-    """The `paths` of every load of notes from their rows (None: every note)."""
-    calls: list[list[str] | None] = []
-    from_rows = store_module._notes_from_rows  # pyright: ignore[reportPrivateUsage]
-
-    def counted(db: sqlite3.Connection, paths: list[str] | None) -> dict[str, StoredNote]:
-        calls.append(paths)
-        return from_rows(db, paths)
-
-    monkeypatch.setattr(store_module, "_notes_from_rows", counted)
-    yield calls
 
 
 def from_rows_alone(store: IndexStore) -> dict[str, StoredNote]:
