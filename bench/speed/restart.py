@@ -66,49 +66,55 @@ async def one_restart(
     return {"seconds": seconds, "hit": hit, "rss_mb": rss}
 
 
+async def served_copy(
+    stack: contextlib.AsyncExitStack, work: Path, code: Path, parent: Path, cache: Path, source: str
+) -> dict[str, str]:
+    """A copy of the prebuilt index in `work`, upgraded by `code`, and the environment of a
+    server on it: through the folder, or through a stand-in Local REST API 5.x of its own
+    (the folder configured too, as `bench.speed.index` does, so the server finds the
+    folder-keyed index) that `stack` keeps running, primed as a running Obsidian is."""
+    env = server_env(vault=work / "vault", config_dir=work / "config")
+    upgrade = copy_prebuilt(parent, cache, work / "vault", env, code)
+    print(f"  {code}: its copy upgraded in {upgrade:.2f} s", flush=True)
+    if source != "standin":
+        return env
+    standin = await stack.enter_async_context(
+        StandinProcess(work / "vault", plugin_version="5.1.0", startup_timeout=300)
+    )
+    primed = await prime_standin(standin)
+    print(f"  {code}: the stand-in's own first listing {primed:.2f} s", flush=True)
+    return server_env(standin=standin, vault=work / "vault", config_dir=work / "config")
+
+
 async def run(
     parent: Path, cache: Path, codes: Sequence[Path], rounds: int, source: str = "folder"
 ) -> dict[str, Any]:
-    """`source`: "folder", or "standin": each copy served through a stand-in Local REST API
-    5.x of its own (the folder configured too, as `bench.speed.index` does, so the server
-    finds the folder-keyed index), primed as a running Obsidian is (`prime_standin`)."""
+    """`source`: "folder" or "standin" (`served_copy`)."""
     planted = [
         json.loads(line)
         for line in (parent / "planted.jsonl").read_text("utf-8").splitlines()
         if line.strip()
     ]
     runs: dict[str, list[dict[str, Any]]] = {str(code): [] for code in codes}
-    with tempfile.TemporaryDirectory(prefix="restart-bench-") as tmp:
-        async with contextlib.AsyncExitStack() as standins:
-            envs: list[dict[str, str]] = []
-            for n, code in enumerate(codes):
-                work = Path(tmp) / f"checkout-{n}"
-                env = server_env(vault=work / "vault", config_dir=work / "config")
-                upgrade = copy_prebuilt(parent, cache, work / "vault", env, code)
-                print(f"  {code}: its copy upgraded in {upgrade:.2f} s", flush=True)
-                if source == "standin":
-                    standin = await standins.enter_async_context(
-                        StandinProcess(work / "vault", plugin_version="5.1.0", startup_timeout=300)
-                    )
-                    primed = await prime_standin(standin)
-                    print(f"  {code}: the stand-in's own first listing {primed:.2f} s", flush=True)
-                    env = server_env(
-                        standin=standin, vault=work / "vault", config_dir=work / "config"
-                    )
-                envs.append(env)
-            for round_number in range(rounds):
-                # Who goes first alternates, so that no checkout always follows another's exit.
-                order = list(zip(codes, envs, strict=True))
-                if round_number % 2:
-                    order.reverse()
-                for code, env in order:
-                    result = await one_restart(env, code, planted)
-                    runs[str(code)].append(result)
-                    print(
-                        f"  round {round_number + 1} {code}: {result['seconds']:.2f} s, "
-                        f"{result['rss_mb']:.0f} MB",
-                        flush=True,
-                    )
+    async with contextlib.AsyncExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="restart-bench-")))
+        envs = [
+            await served_copy(stack, tmp / f"checkout-{n}", code, parent, cache, source)
+            for n, code in enumerate(codes)
+        ]
+        for round_number in range(rounds):
+            # Who goes first alternates, so that no checkout always follows another's exit.
+            order = list(zip(codes, envs, strict=True))
+            if round_number % 2:
+                order.reverse()
+            for code, env in order:
+                result = await one_restart(env, code, planted)
+                runs[str(code)].append(result)
+                print(
+                    f"  round {round_number + 1} {code}: {result['seconds']:.2f} s, "
+                    f"{result['rss_mb']:.0f} MB",
+                    flush=True,
+                )
     return {"parent": str(parent), "rounds": rounds, "source": source, "runs": runs}
 
 
