@@ -1087,19 +1087,25 @@ class LogReader:
         return None
 
     def follow(
-        self, views: Mapping[str, FileView], exists: Callable[[str], bool] = lambda _: False
+        self,
+        views: Mapping[str, FileView],
+        appeared: Callable[[], Iterable[str]] = lambda: (),
     ) -> None:
         """Bring the index to the end of every file in `views` (all the memory files there
-        are): extended over what was added, or rebuilt if a file changed otherwise. A file
-        the index read that `views` lacks, but that `exists` now, was made by another
-        process's fold after `views` was listed: that raises ListingStale, to be listed
-        again, rather than rebuilding the shared index without it. Inside `writing()`."""
-        for name in self.files:
-            if name not in views and exists(name):
-                raise ListingStale(f"{name} appeared after the files were listed")
+        are): extended over what was added, or rebuilt if a file changed otherwise.
+
+        Before a rebuild, `appeared` lists the files again and gives those the listing
+        behind `views` lacked. A fold writes its new file before it removes the ones it
+        folded, so once a file is found gone the new one is listed; if it is, another
+        process's fold overtook the listing: that raises ListingStale, to be listed again,
+        rather than rebuilding the index (shared by the installation's processes) without
+        the folded memories. Inside `writing()`."""
         problem = self._mismatch(views)
         if problem is not None:
             if self.files:
+                overtaken = sorted(appeared())
+                if overtaken:
+                    raise ListingStale(f"{overtaken[0]} appeared after the files were listed")
                 logger.info("memory index: %s; rebuilding it from the files", problem)
             self.reset()
         self.extend(views)

@@ -109,8 +109,6 @@ class FileAccess(Protocol):
         """The named files as they are now; missing ones left out."""
         ...
 
-    async def exists(self, name: str) -> bool: ...
-
     async def append(self, name: str, data: bytes) -> None: ...
 
     async def create(self, name: str, data: bytes) -> None:
@@ -173,9 +171,6 @@ class DiskAccess:
                 raise ListingStale(f"{name} was removed while it was read") from None
 
         return FileView(st.st_size, read, st.st_ino)
-
-    async def exists(self, name: str) -> bool:
-        return await anyio.to_thread.run_sync(self._path(name).is_file)
 
     async def views(self, names: list[str]) -> dict[str, FileView]:
         def gather() -> dict[str, FileView]:
@@ -246,9 +241,6 @@ class RestAccess:
             return (await self._rest.read_note(name)).content.encode("utf-8")
         except NoteNotFound:
             return None
-
-    async def exists(self, name: str) -> bool:
-        return await self.get(name) is not None
 
     async def views(self, names: list[str]) -> dict[str, FileView]:
         found: dict[str, FileView] = {}
@@ -355,7 +347,7 @@ class MemoryLog:
             self._fetched_at = time.monotonic()
 
             try:
-                await anyio.to_thread.run_sync(self._follow, reader, views)
+                await anyio.to_thread.run_sync(self._follow, reader, names, views)
             except ListingStale as stale:
                 # Another process folded files after this listing: list again rather than
                 # rebuild the shared index from a listing that misses its new file.
@@ -370,15 +362,17 @@ class MemoryLog:
             "compacting them); call again in a few seconds."
         )
 
-    def _follow(self, reader: LogReader, views: dict[str, FileView]) -> None:
-        """In a worker thread: the index brought over `views`; a file it lacks is looked
-        for now, through the event loop (REST needs it)."""
+    def _follow(self, reader: LogReader, names: list[str], views: dict[str, FileView]) -> None:
+        """In a worker thread: the index brought over `views` of the files `names` listed;
+        before a rebuild the files are listed again through the event loop (REST needs
+        it), inside the index's write transaction, so no fold of this installation settles
+        meanwhile."""
 
-        def exists(name: str) -> bool:
-            return anyio.from_thread.run(self._access.exists, name)
+        def appeared() -> set[str]:
+            return set(anyio.from_thread.run(self.names)) - set(names)
 
         with reader.writing():
-            reader.follow(views, exists)
+            reader.follow(views, appeared)
 
     async def _claim(self, reader: LogReader) -> str:
         """This process's file: its slot's newest, or the slot's first."""
@@ -455,14 +449,16 @@ class MemoryLog:
                 return reader, Compaction(0, 0, 0, 0, 0)
             # Read after the slots are held: no line of theirs can come in unread.
             reader = await self.refresh(reader, force=True)
-            return await self._fold(reader, own, inputs, rewrite_own)
+            return await self._fold(reader, own, inputs, rewrite_own, reader.generation)
         finally:
             for slot in taken:
                 self._locks.release(slot)
 
     async def _fold(
-        self, reader: LogReader, own: str, inputs: list[str], rewrite_own: bool
+        self, reader: LogReader, own: str, inputs: list[str], rewrite_own: bool, complete_at: int
     ) -> tuple[LogReader, Compaction]:
+        """Fold `inputs` (read under their slots' locks into the index, which was whole at
+        its rebuild count `complete_at`)."""
         views = await self._access.views(inputs)
         contents = await anyio.to_thread.run_sync(
             lambda: {name: view.read(0, view.size) for name, view in views.items()}
@@ -498,10 +494,15 @@ class MemoryLog:
 
         def settle() -> None:
             with reader.writing():
-                if rewrite_own:
+                if rewrite_own and reader.generation == complete_at:
                     # Every line of the new file is in the index already (the inputs were
                     # read under their slots' locks): its place is taken, nothing applied.
                     reader.adopt(target, data)
+                elif rewrite_own:
+                    # Another process rebuilt the shared index meanwhile, from a listing
+                    # that may have had neither the inputs nor the new file (one that lags
+                    # the disk, as Obsidian's can): the new file is read like any other.
+                    reader.extend({target: bytes_view(data)})
                 reader.fold(contents, into=target)
 
         await anyio.to_thread.run_sync(settle)
