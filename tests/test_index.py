@@ -27,7 +27,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import ObsidianUnreachable
 from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
-from obsidian_mcp.index.embedder import OnnxEmbedder
+from obsidian_mcp.index.embedder import OnnxEmbedder, cores_available
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
@@ -38,7 +38,12 @@ from obsidian_mcp.index.store import (
     PassageRow,
     StoredNote,
 )
-from obsidian_mcp.index.vectors import BUILD_NICENESS, EmbedderSlot, EmbeddingBuilder
+from obsidian_mcp.index.vectors import (
+    BUILD_BATCH,
+    BUILD_NICENESS,
+    EmbedderSlot,
+    EmbeddingBuilder,
+)
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.related import find_related
@@ -1263,6 +1268,74 @@ def test_the_background_build_runs_below_the_calls_priority(tmp_path: Path) -> N
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert seen == [min(19, own + BUILD_NICENESS)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+
+
+def _stored_vectors(retriever: Retriever) -> dict[str, bytes]:
+    with sqlite3.connect(retriever.corpus.store.path) as db:
+        return dict(db.execute("SELECT text_hash, vector FROM passage_vectors"))
+
+
+@pytest.mark.anyio
+async def test_a_foreground_build_side_by_side_stores_what_one_thread_does(
+    tmp_path: Path,
+) -> None:
+    """`obsidian-mcp index` embeds batches side by side on every core (`build_index`):
+    every text once, the very vectors one batch after another stores, and its progress
+    counts each text."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    rng = random.Random(38)
+    words = [
+        "ferry",
+        "lantern",
+        "harbour",
+        "ledger",
+        "tide",
+        "rope",
+        "gull",
+        "keeper",
+        "lamp",
+        "salt",
+        "wind",
+        "quay",
+    ]
+    for n in range(12):
+        paragraphs = [" ".join(rng.choices(words, k=40)) + "." for _ in range(5)]
+        (vault / f"Note {n}.md").write_text(f"# Note {n}\n\n" + "\n\n".join(paragraphs))
+    one, _ = retriever_on(vault, tmp_path / "one")
+    side_by_side, _ = retriever_on(vault, tmp_path / "side")
+    reported: list[int] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        if message is not None and "passage windows" in message:  # not the notes read
+            reported.append(int(done))
+
+    try:
+        await one.corpus.sync(read_all=True)
+        assert one.builder is not None
+        texts = one.builder.run_until_done(side_by_side=1)
+        threads: set[str] = set()
+        store = side_by_side.corpus.store
+        put = store.put_vectors
+
+        def put_noting_thread(model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+            threads.add(threading.current_thread().name)
+            put(model, hashes, vectors)
+
+        store.put_vectors = put_noting_thread  # type: ignore[method-assign]
+        await side_by_side.build_index(progress)
+        if cores_available() > 1:
+            assert len(threads) > 1, threads
+        assert texts > 8 * BUILD_BATCH  # several batches each way
+        assert _stored_vectors(side_by_side) == _stored_vectors(one)
+        assert len(_stored_vectors(one)) == texts
+        assert reported == sorted(reported) and reported[-1] == texts
+        # Every text has its vector: nothing is left to embed.
+        assert side_by_side.builder is not None
+        assert side_by_side.builder.run_until_done(side_by_side=2) == 0
+    finally:
+        one.close()
+        side_by_side.close()
 
 
 class GatedSmartEnv(SmartEnvCache):

@@ -1,6 +1,6 @@
 """The persistent passage index at scale: build cost, restarts, edits, memory, warm queries.
 
-    python -m bench.speed.index --notes 1000 10000 [--embed-seconds 600]
+    python -m bench.speed.index --notes 1000 10000 [--embed-seconds 600] [--foreground]
     python -m bench.speed.index --prebuilt VAULT_PARENT CACHE_DIR
     python -m bench.speed.index --keyword-only --notes 10000 20000 50000
 
@@ -13,7 +13,9 @@ vectors) is indexed once in this process, the way ``obsidian-mcp index`` does it
 - ***T_model***: the model alone embedding 2,000 of the build's own first texts, then 2,000
   of all its texts (a seeded sample), with the build's batch and threads, in this
   process, scaled to the build's count: the floor a build is measured against;
-- **embed**: passage texts embedded by the background builder for at most
+- **embed**: passage texts embedded by the background builder (one batch at a time, as a
+  server builds), or with ``--foreground`` as ``obsidian-mcp index`` builds (a batch on
+  each core side by side, *T_model* then measured so too), for at most
   ``--embed-seconds``, timed until every passage has its first text's vector
   (searchable by meaning) and until the end (the whole build is extrapolated from the
   rate when it does not finish, and said so), with the builder's thread split into
@@ -57,8 +59,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -79,11 +83,11 @@ from bench.shared.harness import (
 )
 from bench.speed.scale import Probe, ToolTiming, time_tools
 from obsidian_mcp.config import Settings
-from obsidian_mcp.index.embedder import Embedder, Matrix
+from obsidian_mcp.index.embedder import Embedder, Matrix, cores_available
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.store import IndexStore
-from obsidian_mcp.index.vectors import BUILD_BATCH
+from obsidian_mcp.index.vectors import BUILD_BATCH, EmbeddingBuilder
 from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.vault import Vault
@@ -135,6 +139,8 @@ class Build:
     model_rate_all: float
     split: Split
     bytes_on_disk: int
+    # Batches embedded at once: 1 as a server builds, every core as `obsidian-mcp index`.
+    side_by_side: int = 1
 
     @property
     def texts_per_passage(self) -> float:
@@ -189,11 +195,13 @@ async def keyword_only_build(vault: Path, index_dir: Path) -> tuple[float, float
     return wall, cpu
 
 
-def model_rate(embedder: Embedder, texts: list[str]) -> float:
-    """Texts per second of the model alone on `texts`, a build's batch at a time."""
+def model_rate(embedder: Embedder, texts: list[str], side_by_side: int = 1) -> float:
+    """Texts per second of the model alone on `texts`, a build's batch at a time, and
+    `side_by_side` batches at once (each on a thread of its own, as the builder runs them)."""
+    batches = [texts[first : first + BUILD_BATCH] for first in range(0, len(texts), BUILD_BATCH)]
     started = time.perf_counter()
-    for first in range(0, len(texts), BUILD_BATCH):
-        embedder.embed(texts[first : first + BUILD_BATCH], TextRole.DOCUMENT)
+    with ThreadPoolExecutor(side_by_side) as pool:
+        list(pool.map(partial(embedder.embed, role=TextRole.DOCUMENT), batches))
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -246,7 +254,34 @@ def _instrumented(
         embedder.embed = embed  # type: ignore[method-assign]
 
 
-async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) -> Build:
+async def run_builder(builder: EmbeddingBuilder, side_by_side: int, bound: float) -> bool:
+    """The server's background build (`side_by_side` 1), or the foreground build of
+    `obsidian-mcp index` (`Retriever.build_index`), stopped after `bound` seconds; whether
+    it finished first."""
+    started = time.perf_counter()
+    if side_by_side == 1:
+        builder.start()
+        while builder.running and time.perf_counter() - started < bound:
+            await anyio.sleep(1.0)
+        return not builder.running
+    stopped = False
+
+    async def stop_at_bound() -> None:
+        nonlocal stopped
+        await anyio.sleep(bound)
+        stopped = True
+        builder.stop()  # the batches in hand end, the rest are not begun
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stop_at_bound)
+        await anyio.to_thread.run_sync(partial(builder.run_until_done, side_by_side=side_by_side))
+        group.cancel_scope.cancel()
+    return not stopped
+
+
+async def build(
+    vault: Path, index_dir: Path, notes: int, embed_seconds: float, side_by_side: int = 1
+) -> Build:
     keyword_wall, keyword_cpu = await keyword_only_build(vault, index_dir / "keywords-only")
     settings = Settings.model_validate({"vault_path": vault, "index_dir": index_dir})
     retriever = open_retriever(Vault(None, FolderSource(vault)), settings, model_loader(settings))
@@ -260,17 +295,14 @@ async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) 
     texts = store.count_unembedded(model)
     everything, _ = store.unembedded(model, texts + 1)
     firsts, _ = store.unembedded(model, texts + 1, firsts_only=True)
-    rate_first = model_rate(embedder, _sample(firsts, MODEL_SAMPLE))
-    rate_all = model_rate(embedder, _sample(everything, MODEL_SAMPLE))
+    rate_first = model_rate(embedder, _sample(firsts, MODEL_SAMPLE), side_by_side)
+    rate_all = model_rate(embedder, _sample(everything, MODEL_SAMPLE), side_by_side)
     del everything, firsts
     split = Split()
     with _instrumented(store, embedder, split) as firsts_done_at:
         builder = retriever.builder
         started, cpu = time.perf_counter(), time.process_time()
-        builder.start()
-        while builder.running and time.perf_counter() - started < embed_seconds:
-            await anyio.sleep(1.0)
-        complete = not builder.running
+        complete = await run_builder(builder, side_by_side, embed_seconds)
         retriever.close()  # stops after the batch in hand
         embed_time, embed_cpu = time.perf_counter() - started, time.process_time() - cpu
         searchable_at = firsts_done_at()
@@ -295,6 +327,7 @@ async def build(vault: Path, index_dir: Path, notes: int, embed_seconds: float) 
         model_rate_all=rate_all,
         split=split,
         bytes_on_disk=stats.bytes_on_disk,
+        side_by_side=side_by_side,
     )
 
 
@@ -359,7 +392,9 @@ async def serve(
     )
 
 
-async def run_size(notes: int, work: Path, embed_seconds: float) -> tuple[Build, list[Serve]]:
+async def run_size(
+    notes: int, work: Path, embed_seconds: float, side_by_side: int = 1
+) -> tuple[Build, list[Serve]]:
     out = work / f"gen-{notes}"
     planted_rows = generate(out, notes, vectors=False)
     vault = out / "vault"
@@ -367,7 +402,7 @@ async def run_size(notes: int, work: Path, embed_seconds: float) -> tuple[Build,
     config = work / f"config-{notes}"
     env = server_env(vault=vault, config_dir=config)
     index_dir = Path(env["OBSIDIAN_INDEX_DIR"])
-    built = await build(vault, index_dir, notes, embed_seconds)
+    built = await build(vault, index_dir, notes, embed_seconds, side_by_side)
     print(f"  {notes:,} notes: {built}", flush=True)
     runs = await serve_both(vault, config, notes, planted)
     shutil.rmtree(out)
@@ -441,6 +476,7 @@ def build_tables(builds: list[Build]) -> list[str]:
         rows.append(
             [
                 f"{b.notes:,}",
+                "server (1)" if b.side_by_side == 1 else f"index ({b.side_by_side})",
                 f"{b.passages:,}",
                 f"{b.texts_per_passage:.2f}",
                 _seconds(b.keyword_only_seconds, b.keyword_only_cpu),
@@ -461,7 +497,10 @@ def build_tables(builds: list[Build]) -> list[str]:
             f"{b.split.looking_up:.1f}",
             f"{b.split.embedding:.1f}",
             f"{b.split.writing:.1f}",
-            f"{b.embed_seconds - b.split.looking_up - b.split.embedding - b.split.writing:.1f}",
+            # Side by side the parts are summed over the threads: more than the wall.
+            f"{b.embed_seconds - b.split.looking_up - b.split.embedding - b.split.writing:.1f}"
+            if b.side_by_side == 1
+            else "-",
         ]
         for b in builds
     ]
@@ -476,6 +515,7 @@ def build_tables(builds: list[Build]) -> list[str]:
         markdown_table(
             [
                 "notes",
+                "build (batches at once)",
                 "passages",
                 "texts per passage",
                 "keyword-only build",
@@ -492,6 +532,9 @@ def build_tables(builds: list[Build]) -> list[str]:
         ),
         "",
         "## Passage index: the build's cost by part (seconds)",
+        "",
+        "Wall seconds inside each kind of call, summed over the threads of a build that "
+        "embeds side by side.",
         "",
         markdown_table(
             ["notes", "reading notes", "finding work", "embedding", "writing", "other"],
@@ -606,6 +649,7 @@ async def main_async(
     embed_seconds: float,
     prebuilt: tuple[Path, Path] | None,
     code: Path = REPO_ROOT,
+    side_by_side: int = 1,
 ) -> None:
     builds: list[Build] = []
     serves: list[Serve] = []
@@ -614,7 +658,7 @@ async def main_async(
         if prebuilt is not None:
             upgrade, serves = await run_prebuilt(*prebuilt, Path(tmp), code)
         for notes in sizes if prebuilt is None else []:
-            built, runs = await run_size(notes, Path(tmp), embed_seconds)
+            built, runs = await run_size(notes, Path(tmp), embed_seconds, side_by_side)
             builds.append(built)
             serves += runs
     text = report(builds, serves)
@@ -660,6 +704,12 @@ def main(argv: list[str] | None = None) -> None:
         "commit, for a before-and-after pair)",
     )
     parser.add_argument(
+        "--foreground",
+        action="store_true",
+        help="build as obsidian-mcp index does, a batch on each core side by side (default: "
+        "as a server builds in the background, one batch at a time)",
+    )
+    parser.add_argument(
         "--keyword-only",
         action="store_true",
         help="only the keyword-only build at each size (no model, no server)",
@@ -669,7 +719,8 @@ def main(argv: list[str] | None = None) -> None:
         anyio.run(keyword_only_sizes, args.notes)
         return
     prebuilt = None if args.prebuilt is None else (args.prebuilt[0], args.prebuilt[1])
-    anyio.run(main_async, args.notes, args.embed_seconds, prebuilt, args.code)
+    side_by_side = cores_available() if args.foreground else 1
+    anyio.run(main_async, args.notes, args.embed_seconds, prebuilt, args.code, side_by_side)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import InvalidArgument, VaultError
-from obsidian_mcp.index.embedder import model_status, on_measured_scale
+from obsidian_mcp.index.embedder import cores_available, model_status, on_measured_scale
 from obsidian_mcp.index.smart_env import SmartEnvCache
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
@@ -338,7 +338,8 @@ class Retriever:
 
     async def build_index(self, progress: ProgressCallback | None = None) -> None:
         """Bring the whole index up to date now: read what changed, then embed every passage
-        without a vector (what the background build would do, in the foreground)."""
+        without a vector (what the background build would do, in the foreground, on every
+        core: `EmbeddingBuilder.run_until_done`)."""
         await self.corpus.sync(read_all=True, progress=progress, by_a_call=False)
         await self._save_note_snapshot()
         if self.builder is None or self.embedder is None:
@@ -362,8 +363,8 @@ class Retriever:
 
                 anyio.from_thread.run(notify)
 
-        builder = self.builder
-        await anyio.to_thread.run_sync(lambda: builder.run_until_done(on_batch))
+        builder, cores = self.builder, cores_available()
+        await anyio.to_thread.run_sync(lambda: builder.run_until_done(on_batch, side_by_side=cores))
 
     def index_status(self) -> dict[str, object]:
         """What `obsidian://status` says of the passage index."""
