@@ -437,19 +437,26 @@ async def serve_both(
     picker = KeywordPicker(vault)
     probes = [Probe(p, picker.pick(p.question), n) for n, p in enumerate(planted)]
 
+    # Each edit is the note as generated plus one marker: markers piling up in one note
+    # (five rounds through each source) outgrew the passage an answer shows, and the tenth
+    # round's answer showed the first nine, its own left out.
+    originals: dict[str, str] = {}
+
+    def edited(path: str, marker: str) -> str:
+        original = originals.setdefault(path, (vault / path).read_text("utf-8"))
+        return f"{original}\n\n{marker}\n"
+
     async def edit_on_disk(path: str, marker: str) -> None:
-        target = vault / path
-        target.write_text(target.read_text("utf-8") + f"\n\n{marker}\n", "utf-8")
+        (vault / path).write_text(edited(path, marker), "utf-8")
 
     runs = [await serve(env, notes, "folder", probes, edit_on_disk, code)]
     async with StandinProcess(vault, plugin_version="5.1.0", startup_timeout=300) as standin:
 
         async def edit_by_put(path: str, marker: str) -> None:
             async with standin.async_client(timeout=30) as http:
-                text = (vault / path).read_text("utf-8")
                 response = await http.put(
                     f"/vault/{path}",
-                    content=f"{text}\n\n{marker}\n",
+                    content=edited(path, marker),
                     headers={"Content-Type": "text/markdown"},
                 )
                 response.raise_for_status()
