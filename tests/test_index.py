@@ -1270,6 +1270,56 @@ def test_the_background_build_runs_below_the_calls_priority(tmp_path: Path) -> N
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
 
 
+class GatedListing(CountingFolder):
+    """The vault folder, whose stat listings wait for `gate` while it is closed: a listing
+    of a large vault (1.3 s at 50,000 notes)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.gate: anyio.Event | None = None
+        self.listings = 0
+
+    async def note_stats(self) -> dict[str, FileStat]:
+        self.listings += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().note_stats()
+
+
+@pytest.mark.anyio
+async def test_a_call_never_waits_for_a_background_listing_while_the_last_is_fresh(
+    tmp_path: Path,
+) -> None:
+    """The server lists ahead of the calls (`list_ahead`); a call whose last listing is
+    younger than `index_refresh_seconds` goes on without waiting for it: at 50,000 notes
+    a new server's first answer waited 1.3 s for the listing behind its warm-up's."""
+    vault = small_vault(tmp_path / "vault")
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=60.0
+    )
+    folder = GatedListing(vault)
+    retriever = open_retriever(Vault(None, folder), settings, None)
+    corpus = retriever.corpus
+    try:
+        await corpus.sync(read_all=True)
+        assert folder.listings == 1
+        # The warm-up has just listed: the background listing does not list again.
+        await corpus.list_ahead(older_than=1.0)
+        assert folder.listings == 1
+        folder.gate = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(corpus.list_ahead, older_than=0.0))
+            while folder.listings < 2:
+                await anyio.sleep(0.01)
+            with anyio.fail_after(5):  # the listing under way waits for the gate
+                await corpus.sync(read_all=False)
+                assert "Garden.md" in await answer(retriever, "tomatoes south wall")
+            folder.gate.set()
+        assert folder.listings == 2
+    finally:
+        retriever.close()
+
+
 def _stored_vectors(retriever: Retriever) -> dict[str, bytes]:
     with sqlite3.connect(retriever.corpus.store.path) as db:
         return dict(db.execute("SELECT text_hash, vector FROM passage_vectors"))

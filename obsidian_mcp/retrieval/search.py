@@ -310,7 +310,7 @@ class Retriever:
             if asked is None or time.monotonic() - asked > ACTIVE_SECONDS:
                 continue
             try:
-                await self.corpus.list_ahead()
+                await self.corpus.list_ahead(older_than=period)
                 # Only a change brings texts to embed: each look loads the model's slot and
                 # refreshes the vectors in worker threads (15 ms every 1.6 s otherwise).
                 if self.corpus.generation != embedded_at:
