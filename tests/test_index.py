@@ -1271,8 +1271,8 @@ def test_the_background_build_runs_below_the_calls_priority(tmp_path: Path) -> N
 
 
 class GatedListing(CountingFolder):
-    """The vault folder, whose stat listings wait for `gate` while it is closed: a listing
-    of a large vault (1.3 s at 50,000 notes)."""
+    """The vault folder, whose stat listings, once their stats are taken, wait for `gate`
+    while it is closed: a listing of a large vault (1.3 s at 50,000 notes)."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
@@ -1281,9 +1281,10 @@ class GatedListing(CountingFolder):
 
     async def note_stats(self) -> dict[str, FileStat]:
         self.listings += 1
+        stats = await super().note_stats()
         if self.gate is not None:
             await self.gate.wait()
-        return await super().note_stats()
+        return stats
 
 
 @pytest.mark.anyio
@@ -1316,6 +1317,36 @@ async def test_a_call_never_waits_for_a_background_listing_while_the_last_is_fre
                 assert "Garden.md" in await answer(retriever, "tomatoes south wall")
             folder.gate.set()
         assert folder.listings == 2
+    finally:
+        retriever.close()
+
+
+@pytest.mark.anyio
+async def test_an_edit_made_while_a_listing_ran_is_seen_once_older_than_the_bound(
+    tmp_path: Path,
+) -> None:
+    """A listing shows the vault as it was when it began: its age counts from then, so an
+    edit made while it ran is seen by a call `index_refresh_seconds` after the edit."""
+    vault = small_vault(tmp_path / "vault")
+    refresh = 0.5
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=refresh
+    )
+    folder = GatedListing(vault)
+    retriever = open_retriever(Vault(None, folder), settings, None)
+    try:
+        await retriever.corpus.sync(read_all=True)
+        folder.gate = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(retriever.corpus.list_ahead, older_than=0.0))
+            while folder.listings < 2:  # its stats are taken
+                await anyio.sleep(0.01)
+            garden = vault / "Garden.md"
+            garden.write_text("The courgettes climb the trellis by the shed.\n")
+            bump_mtime(garden)
+            await anyio.sleep(refresh * 1.2)
+            folder.gate.set()
+        assert "Garden.md" in await answer(retriever, "courgettes trellis shed")
     finally:
         retriever.close()
 
