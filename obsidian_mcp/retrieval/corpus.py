@@ -750,9 +750,6 @@ class Corpus:
         """List the vault's stats, drop what changed or disappeared, take in what the index
         already holds at the new stats."""
         self._listed_writes = self._vault.writes
-        # A listing shows the vault as it was when it began: an edit made while it ran may
-        # be missing, so its age counts from then (at 50,000 notes a listing takes 1.3 s).
-        began = time.monotonic()
         first_load: dict[str, StoredNote] | None = None
         if self._loaded:
             stats = await self._vault.note_stats()
@@ -763,7 +760,7 @@ class Corpus:
                 stats, first_load = await self._stats_beside_stored()
                 self._take_stored(first_load, stats)
             self._loaded = True
-        self._listed_at = began
+        self._listed_at = time.monotonic()
         if stats.keys() != self._stats.keys():
             self.paths_generation += 1
         self._stats = stats
