@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
@@ -322,8 +323,11 @@ class EmbeddingBuilder:
         embedder = self._embedder.get()
         done = 0
         # One batch at a time runs on this thread, at its priority (`BUILD_NICENESS`).
-        with ThreadPoolExecutor(side_by_side, thread_name_prefix="passage-embedding") as pool:
-            side_by_side_on = pool if side_by_side > 1 else None
+        with (
+            ThreadPoolExecutor(side_by_side, thread_name_prefix="passage-embedding")
+            if side_by_side > 1
+            else nullcontext()
+        ) as pool:
             for firsts_only in (True, False):
                 after = 0
                 while not self._stop.is_set():
@@ -336,7 +340,7 @@ class EmbeddingBuilder:
                         after = 0  # once more from the start, for texts stored behind it
                         continue
                     after = after_these
-                    done += self._embed(embedder, pending, on_batch, side_by_side_on)
+                    done += self._embed(embedder, pending, on_batch, pool)
         if done and not self._stop.is_set():
             self._store.save_vector_snapshot(embedder.vector_space)
         return done
