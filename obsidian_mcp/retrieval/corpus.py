@@ -857,13 +857,16 @@ class Corpus:
             with anyio.move_on_after(wait_seconds) as waiting:
                 await self._read_missing(progress, waiting)
 
-    def _listing_due(self) -> bool:
-        """Whether the vault's stats must be listed before a call goes on: never listed,
-        listed `refresh_seconds` ago or more, or written through this server since."""
+    def _listed_within(self, seconds: float) -> bool:
+        """Whether the vault's stats were listed less than `seconds` ago."""
         listed = self._listed_at
+        return listed is not None and time.monotonic() - listed < seconds
+
+    def _listing_due(self) -> bool:
+        """Whether the vault's stats must be listed before a call goes on: not listed
+        within `refresh_seconds`, or written through this server since."""
         return (
-            listed is None
-            or time.monotonic() - listed >= self._refresh_seconds
+            not self._listed_within(self._refresh_seconds)
             or self._vault.writes != self._listed_writes
         )
 
@@ -874,8 +877,7 @@ class Corpus:
         if self.reading:
             return
         async with self._lock:
-            listed = self._listed_at
-            if listed is not None and time.monotonic() - listed < older_than:
+            if self._listed_within(older_than):
                 return
             await self._list()
         await self._read_missing(None)
