@@ -449,16 +449,18 @@ class MemoryLog:
                 return reader, Compaction(0, 0, 0, 0, 0)
             # Read after the slots are held: no line of theirs can come in unread.
             reader = await self.refresh(reader, force=True)
-            return await self._fold(reader, own, inputs, rewrite_own, reader.generation)
+            return await self._fold(reader, own, inputs, rewrite_own)
         finally:
             for slot in taken:
                 self._locks.release(slot)
 
     async def _fold(
-        self, reader: LogReader, own: str, inputs: list[str], rewrite_own: bool, complete_at: int
+        self, reader: LogReader, own: str, inputs: list[str], rewrite_own: bool
     ) -> tuple[LogReader, Compaction]:
-        """Fold `inputs` (read under their slots' locks into the index, which was whole at
-        its rebuild count `complete_at`)."""
+        """Fold `inputs`, which `reader` has just read whole under their slots' locks."""
+        # The index is whole at this rebuild count; another process may rebuild it before
+        # the fold settles (`settle`).
+        complete_at = reader.generation
         views = await self._access.views(inputs)
         contents = await anyio.to_thread.run_sync(
             lambda: {name: view.read(0, view.size) for name, view in views.items()}
