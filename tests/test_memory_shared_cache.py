@@ -75,13 +75,14 @@ def memories(count: int) -> list[Record]:
     ]
 
 
+WRITTEN = memories(10)
+
+
 def live_ids(reader: LogReader) -> set[str]:
+    """Those of the memories written that the index holds live."""
     with reader.reading():
         return {
-            memory_id
-            for n in range(10)
-            if (record := reader.index.latest(memory_id := f"0fact{n:08d}")) is not None
-            and isinstance(record, Memory)
+            record.id for record in WRITTEN if isinstance(reader.index.latest(record.id), Memory)
         }
 
 
@@ -102,9 +103,9 @@ async def test_a_refresh_from_a_listing_a_fold_overtook_keeps_every_memory(
     log_b = MemoryLog(other, FILES, DEVICE, SlotLocks(locks))
     reader_a = LogReader(MemoryIndex(open_cache(cache)))
     reader_b = LogReader(MemoryIndex(open_cache(cache)))
-    every = {record.id for record in memories(10)}
+    every = {record.id for record in WRITTEN}
     try:
-        reader_a, _ = await log_a.append(reader_a, lambda _: memories(10))
+        reader_a, _ = await log_a.append(reader_a, lambda _: WRITTEN)
         reader_b = await log_b.refresh(reader_b, force=True)
         assert live_ids(reader_b) == live_ids(reader_a) == every
 
