@@ -205,7 +205,8 @@ def model_rate(embedder: Embedder, texts: list[str], side_by_side: int = 1) -> f
     return len(texts) / (time.perf_counter() - started)
 
 
-def _sample(texts: list[tuple[str, str]], size: int) -> list[str]:
+def sample_texts(texts: list[tuple[str, str]], size: int = MODEL_SAMPLE) -> list[str]:
+    """The seeded sample of (hash, text) rows *T_model* is measured on: their texts."""
     return [text for _, text in random.Random(38).sample(texts, min(size, len(texts)))]
 
 
@@ -295,8 +296,8 @@ async def build(
     texts = store.count_unembedded(model)
     everything, _ = store.unembedded(model, texts + 1)
     firsts, _ = store.unembedded(model, texts + 1, firsts_only=True)
-    rate_first = model_rate(embedder, _sample(firsts, MODEL_SAMPLE), side_by_side)
-    rate_all = model_rate(embedder, _sample(everything, MODEL_SAMPLE), side_by_side)
+    rate_first = model_rate(embedder, sample_texts(firsts), side_by_side)
+    rate_all = model_rate(embedder, sample_texts(everything), side_by_side)
     del everything, firsts
     split = Split()
     with _instrumented(store, embedder, split) as firsts_done_at:

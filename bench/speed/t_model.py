@@ -14,11 +14,10 @@ VAULT_PARENT holds ``vault/`` and CACHE_DIR is the ``OBSIDIAN_CACHE_DIR`` an
 from __future__ import annotations
 
 import argparse
-import random
 import sqlite3
 from pathlib import Path
 
-from bench.speed.index import MODEL_SAMPLE, model_rate
+from bench.speed.index import model_rate, sample_texts
 from obsidian_mcp.config import Settings
 from obsidian_mcp.index.embedder import cores_available
 from obsidian_mcp.index.location import index_path
@@ -36,20 +35,19 @@ def main(argv: list[str] | None = None) -> None:
     with sqlite3.connect(f"file:{index_path(settings)}?mode=ro", uri=True) as db:
         passages = db.execute("SELECT count(*) FROM passages").fetchone()[0]
         texts = db.execute("SELECT count(DISTINCT text_hash) FROM passage_texts").fetchone()[0]
-        every = [text for (text,) in db.execute("SELECT text FROM passage_texts")]
+        every: list[tuple[str, str]] = db.execute(
+            "SELECT text_hash, text FROM passage_texts"
+        ).fetchall()
         # As `IndexStore.unembedded(firsts_only=True)`: each passage's lowest text row.
-        firsts = [
-            text
-            for (text,) in db.execute(
-                "SELECT text FROM passage_texts WHERE rowid IN "
-                "(SELECT min(rowid) FROM passage_texts GROUP BY passage_id)"
-            )
-        ]
+        firsts: list[tuple[str, str]] = db.execute(
+            "SELECT text_hash, text FROM passage_texts WHERE rowid IN "
+            "(SELECT min(rowid) FROM passage_texts GROUP BY passage_id)"
+        ).fetchall()
     load = model_loader(settings)
     assert load is not None, "the index's model is not installed"
     embedder = load()
-    rng = random.Random(38)
-    sample_first, sample_all = rng.sample(firsts, MODEL_SAMPLE), rng.sample(every, MODEL_SAMPLE)
+    # The same seeded samples as a build run of `bench.speed.index` draws.
+    sample_first, sample_all = sample_texts(firsts), sample_texts(every)
     print(f"{passages:,} passages, {texts:,} texts ({texts / passages:.2f} a passage)")
     for side_by_side in sorted({1, cores_available()}, reverse=True):
         first = model_rate(embedder, sample_first, side_by_side)
