@@ -241,13 +241,12 @@ async def test_the_backlinks_of_a_built_index_need_no_parse_and_an_older_index_p
 ) -> None:
     """Issue 38: a new process's first vault_quick_context at 10,000 notes took 6 s, every
     note parsed for its links. The index keeps each note's links (schema 5): a new process
-    makes the backlink map from them. An index stored before parses each note once, keeps
+    finds its backlinks from them. An index stored before parses each note once, keeps
     its links, and the next process parses none."""
     vault = linked_vault(tmp_path / "vault")
     first, _ = retriever_on(vault, tmp_path, index_embeddings=False)
     await first.corpus.sync(read_all=True)
-    first.links.refresh(first.corpus)
-    expected = {path: first.links.backlinks(path) for path in first.corpus.paths}
+    expected = {path: first.links.backlinks(first.corpus, path) for path in first.corpus.paths}
     file = Path(first.corpus.store.path)
     first.close()
     assert len(expected["Hub.md"]) == 10
@@ -257,8 +256,10 @@ async def test_the_backlinks_of_a_built_index_need_no_parse_and_an_older_index_p
     async def backlinks_of_a_new_process() -> dict[str, Any]:
         retriever, folder = retriever_on(vault, tmp_path, index_embeddings=False)
         await retriever.corpus.sync(read_all=True)
-        retriever.links.refresh(retriever.corpus)
-        found = {path: retriever.links.backlinks(path) for path in retriever.corpus.paths}
+        found = {
+            path: retriever.links.backlinks(retriever.corpus, path)
+            for path in retriever.corpus.paths
+        }
         assert folder.reads == []  # from the index, not the vault
         retriever.close()
         return found
@@ -360,7 +361,7 @@ async def test_links_found_by_a_parse_are_kept_only_where_the_note_is_unchanged(
     with sqlite3.connect(file) as db:
         # Another process stored a newer Hub.md (its hash no longer this process's).
         db.execute("UPDATE notes SET content_hash = 'newer' WHERE path = 'Hub.md'")
-    retriever.links.refresh(retriever.corpus)  # parses every note for its links, keeps them
+    retriever.links.backlinks(retriever.corpus, "Hub.md")  # parses every note for its links
     retriever.close()
     with sqlite3.connect(file) as db:
         unkept = [path for (path,) in db.execute("SELECT path FROM notes WHERE links IS NULL")]

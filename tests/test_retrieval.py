@@ -45,7 +45,12 @@ from obsidian_mcp.retrieval.cutting import PassageHit
 from obsidian_mcp.retrieval.exact import file_score, parse_needles
 from obsidian_mcp.retrieval.fusion import reciprocal_rank_fusion
 from obsidian_mcp.retrieval.keyword import VARIANT_WEIGHT, Bm25Index, fold, terms
-from obsidian_mcp.retrieval.links import backlink_map, is_attachment_target
+from obsidian_mcp.retrieval.links import (
+    LinkSite,
+    backlinks_to,
+    is_attachment_target,
+    linking_notes,
+)
 from obsidian_mcp.retrieval.packing import (
     FileContext,
     SearchResult,
@@ -509,13 +514,13 @@ def test_link_resolver_follows_obsidian_rules() -> None:
     assert resolver.resolve("#Heading", "x.md") == "x.md"
 
 
-def test_backlink_map_skips_attachments_and_self_links() -> None:
-    resolver = LinkResolver(["a.md", "b.md"])
-    backlinks = backlink_map(
-        resolver, [("a.md", [("b", 0, 5), ("a", 6, 9), ("map.png", 10, 20)]), ("b.md", [])]
-    )
-    assert list(backlinks) == ["b.md"]
-    assert backlinks["b.md"][0].source == "a.md"
+def test_backlinks_skip_attachments_and_self_links() -> None:
+    resolver = LinkResolver(["a.md", "b.md", "map.png"])
+    links = {"a.md": [("b", 0, 5), ("a", 6, 9), ("map.png", 10, 20)], "b.md": []}
+    named = linking_notes(links.items())
+    assert backlinks_to("b.md", resolver, named, links.get) == [LinkSite("a.md", 0, 5)]
+    assert backlinks_to("a.md", resolver, named, links.get) == []
+    assert backlinks_to("map.png", resolver, named, links.get) == []
     assert is_attachment_target("Attachments/map.png")
     assert not is_attachment_target("Old Tomas (the ferryman)")
 

@@ -88,8 +88,7 @@ async def _overview(
     found = await retriever.ranked_passages(topic, folder="", progress=progress)
     ranked = found.ranked
     corpus = retriever.corpus
-    retriever.links.refresh(corpus)
-    resolver = retriever.links.resolver
+    resolver = retriever.links.resolver_for(corpus)
     weighted = retriever.weighted_terms(topic)
 
     top = found.top_score

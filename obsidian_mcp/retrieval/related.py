@@ -73,7 +73,7 @@ def _quote(record: NoteRecord, start: int, end: int) -> str:
 def _shared(a: NoteRecord, b: NoteRecord, retriever: Retriever) -> str:
     """Why two notes belong together, from what they share."""
     tags = sorted(set(a.parsed.tags) & set(b.parsed.tags), key=str.lower)
-    resolver = retriever.links.resolver
+    resolver = retriever.links.resolver_for(retriever.corpus)
 
     def targets(record: NoteRecord) -> set[str]:
         resolved = (resolver.resolve(link.target, record.path) for link in record.parsed.links)
@@ -245,8 +245,7 @@ async def _related(
     corpus = retriever.corpus
     await corpus.sync(read_all=True, progress=progress)
     record = await _resolve_note(retriever, raw_path)
-    retriever.links.refresh(corpus)
-    resolver = retriever.links.resolver
+    resolver = retriever.links.resolver_for(corpus)
 
     outlinks: dict[str, Neighbour] = {}
     attachments = 0
@@ -267,14 +266,14 @@ async def _related(
     obsidian_backlinks, pending = await _obsidian_backlinks(retriever, record)
     if obsidian_backlinks is not None:
         # Obsidian's own backlinks (REST 4.0+); the sentence comes from our copy.
-        sites = {site.source: site for site in retriever.links.backlinks(record.path)}
+        sites = {site.source: site for site in retriever.links.backlinks(corpus, record.path)}
         for source in obsidian_backlinks:
             site = sites.get(source)
             linking = corpus.record(source)
             why = _quote(linking, site.start, site.end) if site and linking else ""
             backlinks[source] = Neighbour(source, source, why, "passage")
     else:
-        for site in retriever.links.backlinks(record.path):
+        for site in retriever.links.backlinks(corpus, record.path):
             linking = corpus.record(site.source)
             if site.source not in backlinks and linking is not None:
                 backlinks[site.source] = Neighbour(

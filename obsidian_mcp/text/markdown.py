@@ -859,6 +859,29 @@ def _match_tier(
     return None
 
 
+def _linked_name(target: str) -> str:
+    """What a link target names: no `#heading` part, forward slashes, from the vault's root."""
+    return target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
+
+
+def file_name(path: str) -> str:
+    """A file's name as links are matched to it: lowercased, with its extension."""
+    return posixpath.basename(path.lower())
+
+
+def linked_file_names(target: str, from_path: str) -> tuple[str, ...]:
+    """Every `file_name` a path that `LinkResolver.resolve(target, from_path)` returns may
+    have, short of the linking note itself: a note's backlinks are looked for only among the
+    links naming its file (`links.LinkGraph.backlinks`). The name looked up by name, and
+    those of the exact and the relative path, each with and without ".md"."""
+    name = _linked_name(target).lower()
+    if "/" not in name and name not in (".", ".."):  # a bare name: the relative path ends in it
+        return name, name + ".md"
+    relative = posixpath.normpath(posixpath.join(posixpath.dirname(from_path.lower()), name))
+    spellings = (name, name + ".md", relative, relative + ".md")
+    return tuple(posixpath.basename(spelling) for spelling in spellings)
+
+
 class LinkResolver:
     """Link targets to vault paths, as Obsidian resolves them, over one list of paths,
     indexed once: a vault's every link is resolved in linear time.
@@ -897,7 +920,7 @@ class LinkResolver:
 
     def resolve(self, target: str, from_path: str) -> str | None:
         """The vault path `target`, linked from `from_path`, points to, or None."""
-        name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/")
+        name = _linked_name(target)
         if not name:
             return from_path
         folder = posixpath.dirname(from_path)
