@@ -254,27 +254,3 @@ async def test_a_replacement_written_after_the_note_naming_it_is_found(tmp_path:
         "Decisions/ADR-2 Gapless numbers.md",
         "Decisions/ADR-1 Sequence numbers.md",
     ]
-
-
-@pytest.mark.anyio
-async def test_an_old_note_edited_to_name_its_successor_is_followed_by_the_next_question(
-    tmp_path: Path,
-) -> None:
-    """Only notes whose text may name a successor are parsed for one (the index's
-    trigrams): an edit that adds the key, written in camel case, is seen at once."""
-    unnamed = OLD.replace('superseded_by: "[[ADR-2 Gapless numbers]]"\n', "")
-    vault = decisions(
-        tmp_path,
-        {"Decisions/ADR-1 Sequence numbers.md": unnamed, "Decisions/ADR-2 Gapless numbers.md": NEW},
-    )
-    searcher = retriever(vault, tmp_path)
-    before = await searcher.semantic_query(QUERY, limit=3)
-    assert before.groups[0].context.path == "Decisions/ADR-1 Sequence numbers.md"
-    old = vault / "Decisions/ADR-1 Sequence numbers.md"
-    old.write_text(OLD.replace("superseded_by", "supersededBy"), encoding="utf-8")
-    bump_mtime(old)
-    after = await searcher.semantic_query(QUERY, limit=3)
-    assert [g.context.path for g in after.groups][:2] == [
-        "Decisions/ADR-2 Gapless numbers.md",
-        "Decisions/ADR-1 Sequence numbers.md",
-    ]

@@ -129,10 +129,6 @@ class Currency:
         # were read from: a record changes only when its note does, so after an edit only
         # that note's frontmatter is read again (all 10,000 were, 0.11 s before a question).
         self._written: dict[str, tuple[NoteRecord, list[tuple[str, str]]]] = {}
-        # The notes whose text may name a successor (None: any may). Every ranked passage's
-        # note is asked for one, and parsing a note to find none was 12% of a warm question
-        # on the generated 10,000-note vault (py-spy, bench.speed.index --prebuilt).
-        self._may_name_successor: set[str] | None = None
 
     def _claims_of(self, record: NoteRecord) -> list[tuple[str, str]]:
         kept = self._written.get(record.path)
@@ -162,7 +158,6 @@ class Currency:
                 if old is not None and old != record.path:
                     claims.setdefault(old, []).append(Replacement(record.path, heading))
         self._claims, self._written = claims, written
-        self._may_name_successor = corpus.paths_that_may_hold_any(SUCCESSOR_KEYS)
         self._generation = corpus.generation
 
     def replacements(self, corpus: Corpus, path: str) -> list[Replacement]:
@@ -171,9 +166,7 @@ class Currency:
         self._refresh(corpus)
         record = corpus.record(path)
         named: list[Replacement] = []
-        if record is not None and (
-            self._may_name_successor is None or path in self._may_name_successor
-        ):
+        if record is not None:
             successor = note_dates(record.parsed.frontmatter).successor
             found = self._links.resolver_for(corpus).resolve(successor, path) if successor else None
             if found is not None and found != path:
