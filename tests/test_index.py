@@ -45,6 +45,7 @@ from obsidian_mcp.index.vectors import (
     EmbeddingBuilder,
 )
 from obsidian_mcp.opening import model_loader, open_retriever
+from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.search import ACTIVE_SECONDS, Retriever
@@ -618,6 +619,63 @@ async def test_the_meaning_progress_counted_from_the_last_is_the_progress_counte
         afresh = CandidateSources(retriever.corpus, sources.semantic, sources.embedder, None)
         assert afresh.meaning_progress(vectors) == counted_on
     assert counted_on.complete and not counted_on.texts_left
+    retriever.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("installs_kept", [2, corpus_module.INSTALLS_KEPT])
+async def test_the_meaning_progress_after_notes_change_is_the_progress_counted_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installs_kept: int
+) -> None:
+    """After notes are edited, added or deleted, the progress is counted from the texts
+    that lacked vectors last time and those of the notes installed since (all of them again
+    when more changed than the corpus remembers, 2 here): at each step it equals one
+    counted over every text."""
+    monkeypatch.setattr(corpus_module, "INSTALLS_KEPT", installs_kept)
+    vault = ledger_vault(tmp_path / "vault", paragraphs=2)
+    retriever, _ = retriever_on(vault, tmp_path, index_refresh_seconds=0)
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    corpus = retriever.corpus
+    await corpus.sync(read_all=True)
+    sources = retriever.candidates
+    vectors = await sources.passage_vectors()
+    assert vectors is not None
+    every = sorted(corpus.text_hashes)
+    await sources._embed_now(vectors, every[: len(every) // 2])
+    sources.meaning_progress(vectors)
+
+    edits = 0
+
+    async def edit(*names: str) -> None:
+        nonlocal edits
+        for name in names:
+            edits += 1
+            (vault / name).write_text(f"# {name}\n\nTide table {edits} of {name} changed.\n")
+        await corpus.sync(read_all=True)
+
+    async def delete(name: str) -> None:
+        (vault / name).unlink()
+        await corpus.sync(read_all=True)
+
+    async def embed_half() -> None:
+        await sources._embed_now(vectors, sorted(vectors.lacking(corpus.text_hashes))[::2])
+
+    steps = [
+        partial(edit, "Note 1.md"),
+        partial(edit, "Note 2.md", "Note 3.md", "Note 4.md"),  # more than 2 installs
+        partial(delete, "Note 5.md"),
+        partial(edit, "New note.md"),
+        embed_half,
+        partial(edit, "Note 1.md"),
+        partial(delete, "Note 2.md"),
+    ]
+    for step in steps:
+        await step()
+        counted_on = sources.meaning_progress(vectors)
+        afresh = CandidateSources(corpus, sources.semantic, sources.embedder, None)
+        assert afresh.meaning_progress(vectors) == counted_on, step
+    assert not counted_on.complete
     retriever.close()
 
 

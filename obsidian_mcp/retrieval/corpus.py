@@ -19,7 +19,7 @@ import posixpath
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -86,6 +86,11 @@ NAME_WEIGHT = 0.5
 # The stored passage itself, not a copy: at 66,690 passages (the generated 10,000-note
 # vault) a second object per passage was held beside the first while a new process loaded.
 Chunk = StoredPassage
+
+
+# Installs remembered for `Corpus.texts_installed_since`: an edit's few between two
+# questions; a first build's read, far more, is counted over every text.
+INSTALLS_KEPT = 1024
 
 
 # Parses kept, the most recently used. A parse holds about 2.6 times its note's text
@@ -420,6 +425,11 @@ class Corpus:
         self._reading_ahead = 0
         # Bumped on every change, so derived caches (the backlink map) know to rebuild.
         self.generation = 0
+        # The last INSTALLS_KEPT notes installed, as (generation after, path), and the
+        # generation of the newest install no longer kept: what changed since a generation
+        # (`texts_installed_since`), so a count over every text need not be made again.
+        self._installs: deque[tuple[int, str]] = deque()
+        self._installs_dropped_through = 0
         # Bumped when the notes listed change (not their texts): what resolves a link.
         self.paths_generation = 0
 
@@ -558,6 +568,20 @@ class Corpus:
         """The hash of every text embedded for a passage."""
         return self._by_text.keys()
 
+    def texts_installed_since(self, generation: int) -> set[str] | None:
+        """The text hashes of the notes installed after `generation` (their passages as they
+        are now), or None when installs that far back are no longer kept."""
+        if generation < self._installs_dropped_through:
+            return None
+        digests: set[str] = set()
+        for installed_at, path in reversed(self._installs):
+            if installed_at <= generation:
+                break
+            record = self._notes.get(path)
+            for chunk in () if record is None else record.chunks:
+                digests.update(chunk.text_hashes)
+        return digests
+
     def chunk(self, chunk_id: int) -> Chunk:
         """The passage of this id; `PassageGone` when its note was read again or deleted
         since the id was found (a call ranking it is run again, `run_again_while_gone`)."""
@@ -631,6 +655,9 @@ class Corpus:
             self._parsed_unkept,
         )
         self.generation += 1
+        self._installs.append((self.generation, path))
+        if len(self._installs) > INSTALLS_KEPT:
+            self._installs_dropped_through = self._installs.popleft()[0]
 
     def _length_of(self, chunk_id: int) -> int | None:
         chunk = self._chunks.get(chunk_id)
