@@ -161,10 +161,10 @@ _MIGRATIONS: tuple[str, ...] = (
     # The version tells a program older than the trigrams' triggers to rebuild, not write.
     "",
     # 4 -> 5: each note's links as its parse found them (JSON [[target, start, end], ...]),
-    # so the backlink map of a built index reads them instead of parsing every note: the
+    # so a built index's backlinks are found from them instead of parsing every note: the
     # first `vault_quick_context` of a new process at 10,000 notes took 6 s, all of it
     # parsing (python -m bench.speed.index). NULL for a note stored before: it is parsed
-    # once when the map is made, and its links kept then (`put_parsed`).
+    # once when backlinks are first looked for, and its links kept then (`put_parsed`).
     # And the passages' lengths on their own, so BM25's totals (`keyword_totals`, counted
     # again after every write) read a small index, not every passage row: at 10,000 notes
     # the question right after an edit counted them 7 times, 0.66 s of its 1.5 s.

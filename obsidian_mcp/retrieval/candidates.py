@@ -189,10 +189,12 @@ class CandidateSources:
         # the passages that hold them from the corpus's map of texts. Checking each
         # passage's texts was 70 ms of a new process's first answer at 10,000 notes, and
         # 30 ms of every question after an edit.
-        installed = None if last is None else self.corpus.texts_installed_since(last[0][0])
         if last is not None and last[0][:2] == key[:2]:
             lacking = vectors.lacking(last[1].texts_left)
-        elif last is not None and installed is not None:
+        elif (
+            last is not None
+            and (installed := self.corpus.texts_installed_since(last[0][0])) is not None
+        ):
             # Notes changed since: those lacking last time that a passage still has, and the
             # texts of the notes installed since. Over every text, this was 146-160 ms of the
             # question after an edit at 50,000 notes (in process, /tmp/w50).

@@ -423,7 +423,8 @@ class Corpus:
         # first question of a new server gave up on it (python -m bench.speed.first_day).
         self._ahead_done: anyio.Event | None = None
         self._reading_ahead = 0
-        # Bumped on every change, so derived caches (the backlink map) know to rebuild.
+        # Bumped on every change, so derived caches (which notes link where, the claims of
+        # replacement) know to gather again.
         self.generation = 0
         # The last INSTALLS_KEPT notes installed, as (generation after, path), and the
         # generation of the newest install no longer kept: what changed since a generation
