@@ -192,15 +192,20 @@ class CandidateSources:
         if last is not None and last[0][:2] == key[:2]:
             lacking = vectors.lacking(last[1].texts_left)
         elif (
-            last is not None
-            and (installed := self.corpus.texts_installed_since(last[0][0])) is not None
+            last is not None and (installed := self.corpus.installed_since(last[0][0])) is not None
         ):
             # Notes changed since: those lacking last time that a passage still has, and the
             # texts of the notes installed since. Over every text, this was 146-160 ms of the
             # question after an edit at 50,000 notes (in process, /tmp/w50).
             live = self.corpus.text_hashes
             lacking = vectors.lacking(
-                {digest for digest in last[1].texts_left if digest in live} | installed
+                {digest for digest in last[1].texts_left if digest in live}
+                | {
+                    digest
+                    for record in installed
+                    for chunk in record.chunks
+                    for digest in chunk.text_hashes
+                }
             )
         else:
             lacking = vectors.lacking(self.corpus.text_hashes)

@@ -88,8 +88,8 @@ NAME_WEIGHT = 0.5
 Chunk = StoredPassage
 
 
-# Installs remembered for `Corpus.texts_installed_since`: an edit's few between two
-# questions; a first build's read, far more, is counted over every text.
+# Installs remembered for `Corpus.installed_since`: an edit's few between two questions;
+# after a first build's read, far more, what is derived from the notes is made afresh.
 INSTALLS_KEPT = 1024
 
 
@@ -428,7 +428,7 @@ class Corpus:
         self.generation = 0
         # The last INSTALLS_KEPT notes installed, as (generation after, path), and the
         # generation of the newest install no longer kept: what changed since a generation
-        # (`texts_installed_since`), so a count over every text need not be made again.
+        # (`installed_since`), so what is derived from every note need not be made again.
         self._installs: deque[tuple[int, str]] = deque()
         self._installs_dropped_through = 0
         # Bumped when the notes listed change (not their texts): what resolves a link.
@@ -569,19 +569,19 @@ class Corpus:
         """The hash of every text embedded for a passage."""
         return self._by_text.keys()
 
-    def texts_installed_since(self, generation: int) -> set[str] | None:
-        """The text hashes of the notes installed after `generation` (their passages as they
-        are now), or None when installs that far back are no longer kept."""
+    def installed_since(self, generation: int) -> list[NoteRecord] | None:
+        """The notes installed after `generation`, as they are now (each once, in the order
+        of their last install; those deleted since left out), or None when installs that
+        far back are no longer kept."""
         if generation < self._installs_dropped_through:
             return None
-        digests: set[str] = set()
+        paths: dict[str, None] = {}
         for installed_at, path in reversed(self._installs):
             if installed_at <= generation:
                 break
-            record = self._notes.get(path)
-            for chunk in () if record is None else record.chunks:
-                digests.update(chunk.text_hashes)
-        return digests
+            paths.setdefault(path)
+        records = (self._notes.get(path) for path in reversed(paths))
+        return [record for record in records if record is not None]
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The passage of this id; `PassageGone` when its note was read again or deleted

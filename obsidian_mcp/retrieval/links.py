@@ -29,6 +29,11 @@ class LinkSite:
     end: int
 
 
+def _names_linked(path: str, links: Sequence[Link]) -> dict[str, None]:
+    """The file names the links of the note at `path` may resolve to, each once."""
+    return dict.fromkeys(name for target, _, _ in links for name in linked_file_names(target, path))
+
+
 def linking_notes(notes: Iterable[tuple[str, Sequence[Link]]]) -> dict[str, list[str]]:
     """File name (`file_name`) -> the notes, in the order given, with a link that may
     resolve to a file of that name (`linked_file_names`). No link is resolved here: that
@@ -36,14 +41,27 @@ def linking_notes(notes: Iterable[tuple[str, Sequence[Link]]]) -> dict[str, list
     10,000, before a note's backlinks could be shown, and again after every edit."""
     named: dict[str, list[str]] = {}
     for path, links in notes:
-        for target, _, _ in links:
-            for name in linked_file_names(target, path):
-                sources = named.get(name)
-                if sources is None:
-                    named[name] = [path]
-                elif sources[-1] != path:
-                    sources.append(path)
+        for name in _names_linked(path, links):
+            sources = named.get(name)
+            if sources is None:
+                named[name] = [path]
+            else:
+                sources.append(path)
     return named
+
+
+def add_linking_notes(
+    named: dict[str, list[str]], notes: Iterable[tuple[str, Sequence[Link]]]
+) -> None:
+    """Put these notes last under the names their links may resolve to (`linking_notes`),
+    as the corpus orders a note read again. A name a note no longer links by keeps it: its
+    links are resolved when its backlinks are asked for, and find nothing there."""
+    for path, links in notes:
+        for name in _names_linked(path, links):
+            sources = named.setdefault(name, [])
+            if path in sources:
+                sources.remove(path)
+            sources.append(path)
 
 
 def backlinks_to(
@@ -85,7 +103,15 @@ class LinkGraph:
     def backlinks(self, corpus: Corpus, path: str) -> list[LinkSite]:
         """Where the corpus's notes link to `path`, in the corpus's order of notes."""
         if corpus.generation != self._generation:
-            self._named = linking_notes((record.path, record.links) for record in corpus.records())
+            # The notes read since the last look, else every note: gathering them all took
+            # 0.56-0.77 s at 50,000 notes, after every edit.
+            changed = corpus.installed_since(self._generation) if self._generation >= 0 else None
+            if changed is None:
+                self._named = linking_notes(
+                    (record.path, record.links) for record in corpus.records()
+                )
+            else:
+                add_linking_notes(self._named, ((record.path, record.links) for record in changed))
             # Links the index did not keep (notes stored before it did) were found by a
             # parse here, once: they are kept.
             corpus.keep_parsed()
