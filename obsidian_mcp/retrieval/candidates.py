@@ -198,15 +198,9 @@ class CandidateSources:
             # texts of the notes installed since. Over every text, this was 146-160 ms of the
             # question after an edit at 50,000 notes (in process, /tmp/w50).
             live = self.corpus.text_hashes
-            lacking = vectors.lacking(
-                {digest for digest in last[1].texts_left if digest in live}
-                | {
-                    digest
-                    for record in installed
-                    for chunk in record.chunks
-                    for digest in chunk.text_hashes
-                }
-            )
+            still_lacking = {digest for digest in last[1].texts_left if digest in live}
+            new = {d for record in installed for chunk in record.chunks for d in chunk.text_hashes}
+            lacking = vectors.lacking(still_lacking | new)
         else:
             lacking = vectors.lacking(self.corpus.text_hashes)
         undone = self.corpus.chunks_of_texts(lacking)

@@ -6,11 +6,9 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from obsidian_mcp.index.store import LinkSpan
 from obsidian_mcp.retrieval.corpus import Corpus
 from obsidian_mcp.text.markdown import LinkResolver, file_name, linked_file_names
-
-# (target as written, start, end) of one link in its note (`index.store.LinkSpan`).
-Link = tuple[str, int, int]
 
 
 def is_attachment_target(target: str) -> bool:
@@ -29,12 +27,12 @@ class LinkSite:
     end: int
 
 
-def _names_linked(path: str, links: Sequence[Link]) -> dict[str, None]:
+def _names_linked(path: str, links: Sequence[LinkSpan]) -> dict[str, None]:
     """The file names the links of the note at `path` may resolve to, each once."""
     return dict.fromkeys(name for target, _, _ in links for name in linked_file_names(target, path))
 
 
-def linking_notes(notes: Iterable[tuple[str, Sequence[Link]]]) -> dict[str, list[str]]:
+def linking_notes(notes: Iterable[tuple[str, Sequence[LinkSpan]]]) -> dict[str, list[str]]:
     """File name (`file_name`) -> the notes, in the order given, with a link that may
     resolve to a file of that name (`linked_file_names`). No link is resolved here: that
     took 2.0-2.4 s for the 140,122 links of the generated 50,000-note vault, 0.3 s at
@@ -51,7 +49,7 @@ def linking_notes(notes: Iterable[tuple[str, Sequence[Link]]]) -> dict[str, list
 
 
 def add_linking_notes(
-    named: dict[str, list[str]], notes: Iterable[tuple[str, Sequence[Link]]]
+    named: dict[str, list[str]], notes: Iterable[tuple[str, Sequence[LinkSpan]]]
 ) -> None:
     """Put these notes last under the names their links may resolve to (`linking_notes`),
     as the corpus orders a note read again. A name a note no longer links by keeps it: its
@@ -68,7 +66,7 @@ def backlinks_to(
     path: str,
     resolver: LinkResolver,
     named: dict[str, list[str]],
-    links_of: Callable[[str], Sequence[Link] | None],
+    links_of: Callable[[str], Sequence[LinkSpan] | None],
 ) -> list[LinkSite]:
     """The places that link to `path` (no attachment link, no link of a note to itself),
     among the notes `named` holds under its file name, whose links `links_of` gives."""
@@ -103,9 +101,10 @@ class LinkGraph:
     def backlinks(self, corpus: Corpus, path: str) -> list[LinkSite]:
         """Where the corpus's notes link to `path`, in the corpus's order of notes."""
         if corpus.generation != self._generation:
-            # The notes read since the last look, else every note: gathering them all took
-            # 0.56-0.77 s at 50,000 notes, after every edit.
-            changed = corpus.installed_since(self._generation) if self._generation >= 0 else None
+            # The notes read since the last look, else every note (the first look: no
+            # install is that old): gathering them all took 0.56-0.77 s at 50,000 notes,
+            # after every edit.
+            changed = corpus.installed_since(self._generation)
             if changed is None:
                 self._named = linking_notes(
                     (record.path, record.links) for record in corpus.records()
@@ -117,7 +116,7 @@ class LinkGraph:
             corpus.keep_parsed()
             self._generation = corpus.generation
 
-        def links_of(source: str) -> Sequence[Link] | None:
+        def links_of(source: str) -> Sequence[LinkSpan] | None:
             record = corpus.record(source)
             return None if record is None else record.links
 

@@ -900,9 +900,8 @@ class LinkResolver:
         # Lowercased file name (and, for notes, the name without ".md") -> paths.
         self._by_name: dict[str, list[str]] = {}
         for path in sorted(self._exact):
-            lowered = path.lower()
-            self._by_lower.setdefault(lowered, path)
-            name = posixpath.basename(lowered)
+            self._by_lower.setdefault(path.lower(), path)
+            name = file_name(path)
             self._by_name.setdefault(name, []).append(path)
             if name.endswith(".md"):
                 self._by_name.setdefault(name[:-3], []).append(path)
