@@ -17,15 +17,21 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from functools import partial
+from itertools import islice
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.recipe import TextRole
+from obsidian_mcp.index.shortlist import SHORTLIST_SIZE, Projection, fitted
 from obsidian_mcp.index.store import Codes, IndexStore
 
 logger = logging.getLogger(__name__)
+
+Row = TypeVar("Row", bound=np.generic)
 
 # Texts embedded and committed together. Queries share the model with the build and wait
 # for the batch in hand: with 16, the warm query median during a build was 850 ms on this
@@ -59,9 +65,15 @@ LOAD_HEADROOM = 0.1
 # Growth past the room: by a quarter, so a build that loads batch by batch copies each
 # row a bounded number of times (linear) while the unused tail stays under a fifth.
 GROWTH = 1.25
-# Coded rows turned to float32 per matrix product when scoring: 4,096 rows (6 MB) took
-# 7.4 ms a query at 160,000 rows, 16,384 took 10.3 ms (cache-sized blocks; loaded machine).
-SCORE_BLOCK = 4096
+# Coded values turned to float32 per matrix product when scoring: 4,096 rows of 384 (6 MB)
+# took 7.4 ms a query at 160,000 rows, 16,384 took 10.3 ms (cache-sized blocks; loaded
+# machine). Counted in values, so the shortlist's narrower rows go four times as many a block.
+SCORE_BLOCK_VALUES = 4096 * 384
+# Rows held before a query is scored against the shortlist's narrow copy first
+# (`shortlist`): exact scoring took 7-14 ms at the 160,000 texts of 10,000 notes, so the
+# development vaults, alone or inside 10,000 notes, keep the exact ranking; at the 801,960
+# texts of 50,000 notes it took 67-320 ms against the shortlist's 24-31.
+SHORTLIST_FROM_ROWS = 300_000
 
 
 class PassageVectors:
@@ -81,6 +93,15 @@ class PassageVectors:
         self._hashes: list[str] = []
         self._codes: Codes = np.zeros((0, dims), dtype=np.int8)
         self._scales: Matrix = np.zeros(0, dtype=np.float32)
+        # The shortlist (`shortlist`), once SHORTLIST_FROM_ROWS rows are held: each row's
+        # projection, coded, in the same places and with the same room as `_codes`.
+        self._projection: Projection | None = None
+        self._short_codes: Codes = np.zeros((0, 0), dtype=np.int8)
+        self._short_scales: Matrix = np.zeros(0, dtype=np.float32)
+        # Counts `keep_only`'s reorderings: a fit that saw rows in an older order is void.
+        self._layout = 0
+        self._fitting = threading.Lock()
+        self._fit_thread: threading.Thread | None = None
         # One refresh, drop or ranking at a time (each takes what it needs and lets go).
         self._lock = threading.Lock()
 
@@ -112,8 +133,55 @@ class PassageVectors:
                 seq, hashes, codes, scales = store.vectors_since(self.model, self._seq, LOAD_BATCH)
                 self._seq = seq
                 if codes is None:
-                    return arrived
+                    break
                 arrived += self._take_in(hashes, codes, scales, known_possible=known_possible)
+            self._shortlist_when_large()
+            return arrived
+
+    def _shortlist_when_large(self) -> None:
+        """Fit the shortlist in a background thread once enough rows are held: 1.2 s at
+        801,960 rows, which a query would otherwise wait for; queries meanwhile score
+        every row."""
+        fitting = self._fit_thread is not None and self._fit_thread.is_alive()
+        if self._projection is None and len(self._hashes) >= SHORTLIST_FROM_ROWS and not fitting:
+            self._fit_thread = threading.Thread(
+                target=self.fit_shortlist, name="vector-shortlist", daemon=True
+            )
+            self._fit_thread.start()
+
+    def fit_shortlist(self) -> bool:
+        """Find the shortlist's projection from the rows held and project every row;
+        whether it is in place (not if `keep_only` reordered the rows meanwhile: the next
+        refresh fits again)."""
+        with self._fitting:
+            with self._lock:
+                if self._projection is not None:
+                    return True
+                fitted_rows, layout = len(self._hashes), self._layout
+                codes, scales = self._codes[:fitted_rows], self._scales[:fitted_rows]
+                room = len(self._scales)
+            if not fitted_rows:
+                return False
+            projection = fitted(codes, scales)
+            short_codes = np.zeros((room, projection.basis.shape[1]), dtype=np.int8)
+            short_scales = np.zeros(room, dtype=np.float32)
+            projection.project(codes, scales, short_codes, short_scales)
+            with self._lock:
+                if self._layout != layout:
+                    return False
+                if len(self._scales) != room:  # the matrix grew meanwhile
+                    short_codes = _regrown(short_codes, len(self._scales), fitted_rows)
+                    short_scales = _regrown(short_scales, len(self._scales), fitted_rows)
+                held = len(self._hashes)
+                projection.project(
+                    self._codes[fitted_rows:held],
+                    self._scales[fitted_rows:held],
+                    short_codes[fitted_rows:held],
+                    short_scales[fitted_rows:held],
+                )
+                self._projection = projection
+                self._short_codes, self._short_scales = short_codes, short_scales
+                return True
 
     def _take_snapshot(self, store: IndexStore) -> int:
         """Room for every stored row at once, then the rows of the model's snapshot, if it
@@ -135,12 +203,12 @@ class PassageVectors:
         held = len(self._hashes)
         if rows <= len(self._scales):
             return
-        codes = np.zeros((rows, self._codes.shape[1]), np.int8)
-        codes[:held] = self._codes[:held]
-        scales = np.zeros(rows, np.float32)
-        scales[:held] = self._scales[:held]
         # New objects, not grown ones: a ranking under way keeps reading the old.
-        self._codes, self._scales = codes, scales
+        self._codes = _regrown(self._codes, rows, held)
+        self._scales = _regrown(self._scales, rows, held)
+        if self._projection is not None:
+            self._short_codes = _regrown(self._short_codes, rows, held)
+            self._short_scales = _regrown(self._short_scales, rows, held)
 
     def _take_in(
         self, hashes: list[str], codes: Codes, scales: Matrix, *, known_possible: bool
@@ -157,6 +225,10 @@ class PassageVectors:
         if needed > len(self._scales):
             self._reserve(max(needed, math.ceil(GROWTH * len(self._scales))))
         self._codes[held:needed], self._scales[held:needed] = codes, scales
+        if self._projection is not None:
+            self._projection.project(
+                codes, scales, self._short_codes[held:needed], self._short_scales[held:needed]
+            )
         self._rows.update(zip(hashes, range(held, needed), strict=True))
         self._hashes.extend(hashes)
         return len(hashes)
@@ -178,30 +250,40 @@ class PassageVectors:
                 # New objects, not changed ones: a ranking under way keeps reading the old.
                 self._hashes = hashes
                 self._codes, self._scales = self._codes[kept], self._scales[kept]
+                if self._projection is not None:
+                    short_codes, short_scales = self._short_codes[kept], self._short_scales[kept]
+                    self._short_codes, self._short_scales = short_codes, short_scales
+                self._layout += 1
             return dropped
 
     def ranked(self, query: Matrix) -> Iterator[tuple[str, float]]:
         """Every stored text by cosine similarity to the query vector (unit length), nearest
-        first. The nearest RANKED_FIRST are picked without sorting the rest, which is
-        sorted only if the caller reads on."""
+        first. Past SHORTLIST_FROM_ROWS rows the nearest come from the shortlist (its
+        SHORTLIST_SIZE best, scored exactly), and a caller reading past them gets the rest
+        scored exactly; a text the shortlist missed comes after it, out of order."""
         # The rows and the hashes they belong to are taken together; a refresh adds rows
         # after them or swaps in new arrays, and `keep_only` swaps in new objects, so they
         # stay in step without the lock.
         with self._lock:
             hashes = self._hashes
-            codes, scales = self._codes[: len(hashes)], self._scales[: len(hashes)]
-        scores = _similarities(codes, scales, query)
-        if len(scores) > RANKED_FIRST:
-            nearest = np.argpartition(-scores, RANKED_FIRST)[:RANKED_FIRST]
-            nearest = nearest[np.argsort(-scores[nearest])]
-            for row in nearest:
+            held = len(hashes)
+            codes, scales = self._codes[:held], self._scales[:held]
+            projection = self._projection
+            short_codes, short_scales = self._short_codes[:held], self._short_scales[:held]
+        if projection is None or held <= SHORTLIST_SIZE:
+            scores = _similarities(codes, scales, query)
+            for row in _best_first(scores):
                 yield hashes[row], float(scores[row])
-            scores[nearest] = -np.inf
-            rest = np.argsort(-scores)[: len(scores) - RANKED_FIRST]
-        else:
-            rest = np.argsort(-scores)
-        for row in rest:
-            yield hashes[row], float(scores[row])
+            return
+        near = _similarities(short_codes, short_scales, projection.query(query))
+        shortlist = np.argpartition(-near, SHORTLIST_SIZE)[:SHORTLIST_SIZE]
+        scores = _similarities(codes[shortlist], scales[shortlist], query)
+        for rank in np.argsort(-scores):
+            yield hashes[shortlist[rank]], float(scores[rank])
+        rest = _similarities(codes, scales, query)
+        rest[shortlist] = -np.inf
+        for row in islice(_best_first(rest), held - SHORTLIST_SIZE):
+            yield hashes[row], float(rest[row])
 
     def centroid(self, digests: Collection[str]) -> Matrix | None:
         """The unit-length mean of these texts' vectors (a note's, standing for the note);
@@ -226,14 +308,36 @@ class PassageVectors:
         return dict(zip(rows, scores.tolist(), strict=True))
 
 
+def _best_first(scores: Matrix) -> Iterator[int]:
+    """The rows by score, best first: the best RANKED_FIRST picked without sorting the
+    rest, which is sorted only if the caller reads on (`scores` is spent)."""
+    if len(scores) <= RANKED_FIRST:
+        yield from np.argsort(-scores).tolist()
+        return
+    nearest = np.argpartition(-scores, RANKED_FIRST)[:RANKED_FIRST]
+    nearest = nearest[np.argsort(-scores[nearest])]
+    yield from nearest.tolist()
+    scores[nearest] = -np.inf
+    for row in np.argsort(-scores)[: len(scores) - RANKED_FIRST]:  # one at a time, as read
+        yield int(row)
+
+
+def _regrown(rows: npt.NDArray[Row], room: int, held: int) -> npt.NDArray[Row]:
+    """A new array of `room` rows, zeros past the first `held`, which are these."""
+    grown = np.zeros((room, *rows.shape[1:]), dtype=rows.dtype)
+    grown[:held] = rows[:held]
+    return grown
+
+
 def _similarities(codes: Codes, scales: Matrix, query: Matrix) -> Matrix:
     """Each coded row's dot product with the query, a block of rows at a time: numpy has no
     fast int8 product, and turning all 159,646 rows to float32 at once would take back
     the 183 MB the codes save."""
+    block_rows = max(1, SCORE_BLOCK_VALUES // max(1, codes.shape[1]))
     scores = np.empty(len(codes), dtype=np.float32)
-    block = np.empty((min(SCORE_BLOCK, len(codes)), codes.shape[1]), dtype=np.float32)
-    for first in range(0, len(codes), SCORE_BLOCK):
-        rows = codes[first : first + SCORE_BLOCK]
+    block = np.empty((min(block_rows, len(codes)), codes.shape[1]), dtype=np.float32)
+    for first in range(0, len(codes), block_rows):
+        rows = codes[first : first + block_rows]
         floats = block[: len(rows)]
         np.copyto(floats, rows, casting="unsafe")
         np.matmul(floats, query, out=scores[first : first + len(rows)])
