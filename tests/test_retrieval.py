@@ -26,7 +26,7 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import Codes, IndexStore, NoteRow, PassageRow
+from obsidian_mcp.index.store import Codes, Ids, IndexStore, NoteRow, PassageRow
 from obsidian_mcp.index.vectors import (
     GROWTH,
     LOAD_BATCH,
@@ -106,9 +106,16 @@ def index_of(
     return {name: stored[name].passages[0].id for name in docs}
 
 
+class HeldLengths(dict[int, int]):
+    """Passage lengths as a corpus holds them, looked up the way `Bm25Index.matches` asks."""
+
+    def of(self, ids: Ids) -> Ids:
+        return np.array([self.get(i, -1) for i in ids.tolist()], dtype=np.int64)
+
+
 def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
     store = IndexStore(":memory:")
-    lengths: dict[int, int] = {}
+    lengths = HeldLengths()
     ids = index_of(
         store,
         {
@@ -118,27 +125,27 @@ def test_bm25_ranks_rare_terms_and_tf_higher() -> None:
         },
         lengths,
     )
-    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)], lengths.get)
+    scores = Bm25Index(store).scores([("goat", 1.0), ("named", 1.0)], lengths.of)
     assert set(scores) == {ids["1"], ids["2"]}
     assert scores[ids["1"]] > scores[ids["2"]]
 
 
 def test_bm25_forgets_a_deleted_note() -> None:
     store = IndexStore(":memory:")
-    lengths: dict[int, int] = {}
+    lengths = HeldLengths()
     index = Bm25Index(store)
     index_of(store, {"1": "eels in the archive", "2": "lamps on the quay"}, lengths)
     store.delete_notes(["1"])
     assert store.keyword_totals() == (1, 2)
     assert index.document_frequency("eel") == 0
-    assert index.scores([("eel", 1.0)], lengths.get) == {}
+    assert index.scores([("eel", 1.0)], lengths.of) == {}
     ids = index_of(store, {"1": "more eels"}, lengths)
-    assert set(index.scores([("eel", 1.0)], lengths.get)) == {ids["1"]}
+    assert set(index.scores([("eel", 1.0)], lengths.of)) == {ids["1"]}
 
 
 def test_bm25_variants_join_word_forms() -> None:
     store = IndexStore(":memory:")
-    lengths: dict[int, int] = {}
+    lengths = HeldLengths()
     ids = index_of(
         store, {"1": "Apprentices are taken at fourteen", "2": "a journeyman's wage"}, lengths
     )
@@ -146,29 +153,29 @@ def test_bm25_variants_join_word_forms() -> None:
     expanded = dict(index.expand(["apprenticeship"]))
     assert "apprentice" in expanded
     assert expanded["apprentice"] < expanded["apprenticeship"]
-    assert set(index.scores(index.expand(["apprenticeship"]), lengths.get)) == {ids["1"]}
+    assert set(index.scores(index.expand(["apprenticeship"]), lengths.of)) == {ids["1"]}
 
 
 def test_bm25_keeps_terms_byte_for_byte() -> None:
     """The FTS5 tokenizer only splits on spaces: underscores, digits and letters beyond
     ASCII stay inside the term, and a term is never folded twice."""
     store = IndexStore(":memory:")
-    lengths: dict[int, int] = {}
+    lengths = HeldLengths()
     ids = index_of(
         store, {"1": "snake_case x86 Þórdóttir straße Москва", "2": "snake case москвы"}, lengths
     )
     index = Bm25Index(store)
     for term in ("snake_case", "x86", "thordottir", "strasse", "москва"):
-        assert set(index.scores([(term, 1.0)], lengths.get)) == {ids["1"]}, term
+        assert set(index.scores([(term, 1.0)], lengths.of)) == {ids["1"]}, term
     assert index.document_frequency("snake") == 1
 
 
 def test_bm25_scores_only_touch_postings() -> None:
     store = IndexStore(":memory:")
-    lengths: dict[int, int] = {}
+    lengths = HeldLengths()
     index_of(store, {f"{n}": f"note number {n} about lamps" for n in range(200)}, lengths)
     ids = index_of(store, {"999": "the sluice keys"}, lengths)
-    assert set(Bm25Index(store).scores([("sluice", 1.0)], lengths.get)) == {ids["999"]}
+    assert set(Bm25Index(store).scores([("sluice", 1.0)], lengths.of)) == {ids["999"]}
 
 
 # -- fusion ------------------------------------------------------------------------------
@@ -572,7 +579,8 @@ def test_the_passages_of_a_text_are_those_holding_it_through_edits(
     steps: list[tuple[int, int]],
 ) -> None:
     """Law: after any run of writes and deletions, the passages the corpus gives for an
-    embedded text's hash are exactly the passages holding that text. Notes of one title
+    embedded text's hash are exactly the passages holding that text, and the lengths it
+    gives by id are those of the passages it holds. Notes of one title
     in one folder share texts, so a hash held by several passages, then by one, then by
     none, is drawn often."""
     import tempfile
@@ -596,6 +604,11 @@ def test_the_passages_of_a_text_are_those_holding_it_through_edits(
             for digest, chunk_ids in holding.items():
                 assert corpus.chunks_of_text(digest) == chunk_ids
             assert corpus.chunks_of_texts(holding) == {c for ids in holding.values() for c in ids}
+            # The lengths BM25 looks up at once are the held passages', and -1 for the rest.
+            held = {chunk.id: chunk.length for r in corpus.records() for chunk in r.chunks}
+            every_id = np.arange(max(held, default=0) + 3, dtype=np.int64)
+            lengths = corpus._lengths_of(every_id).tolist()  # pyright: ignore[reportPrivateUsage]
+            assert lengths == [held.get(i, -1) for i in every_id.tolist()]
 
     with tempfile.TemporaryDirectory() as root:
         anyio.run(run, Path(root))
