@@ -347,11 +347,11 @@ class Settings(BaseSettings):
         le=600,
         description="How often, at most, a query lists the vault's note stats to find notes "
         "changed outside this server: an edit in Obsidian or on disk is used by every query "
-        "that starts this many seconds after it, plus the time one listing takes when the "
-        "edit came while one ran (about a second at 50,000 notes); 0: every query checks. "
-        "During a first build, by the first such query after the build has read every "
-        "note. While calls come (one within 5 minutes), the server lists in the background "
-        "a little more often than this and takes an edit in before the next question; idle, "
+        "that starts this many seconds after it (a listing's age counts from its start); 0: "
+        "every query checks. During a first build, by the first such query after the build "
+        "has read every note. While calls come (one within 5 minutes), the server lists in "
+        "the background a little more often than this (at most half the time, in a vault "
+        "whose listing takes longer) and takes an edit in before the next question; idle, "
         "it lists nothing.",
     )
     index_read_wait_seconds: float = Field(

@@ -1424,6 +1424,62 @@ async def test_a_call_never_waits_for_a_background_listing_while_the_last_is_fre
         retriever.close()
 
 
+@pytest.mark.anyio
+async def test_an_edit_made_while_a_listing_ran_is_seen_once_older_than_the_bound(
+    tmp_path: Path,
+) -> None:
+    """A listing shows the vault as it was when it began: its age counts from then, so an
+    edit made while it ran is seen by a call `index_refresh_seconds` after the edit."""
+    vault = small_vault(tmp_path / "vault")
+    refresh = 0.5
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=refresh
+    )
+    folder = GatedListing(vault)
+    retriever = open_retriever(Vault(None, folder), settings, None)
+    try:
+        await retriever.corpus.sync(read_all=True)
+        folder.gate = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(retriever.corpus.list_ahead, older_than=0.0))
+            while folder.listings < 2:  # its stats are taken
+                await anyio.sleep(0.01)
+            garden = vault / "Garden.md"
+            garden.write_text("The courgettes climb the trellis by the shed.\n")
+            bump_mtime(garden)
+            await anyio.sleep(refresh * 1.2)
+            folder.gate.set()
+        assert "Garden.md" in await answer(retriever, "courgettes trellis shed")
+        assert folder.listings == 3
+    finally:
+        retriever.close()
+
+
+@pytest.mark.anyio
+async def test_the_background_listing_is_timed_from_the_last_start_and_lists_half_the_time(
+    tmp_path: Path,
+) -> None:
+    """Listing ahead every period from start to start keeps a call from finding a listing
+    due; one longer than the period waits its own length before the next."""
+    vault = small_vault(tmp_path / "vault")
+    folder = GatedListing(vault)
+    retriever = open_retriever(Vault(None, folder), folder_settings(vault, tmp_path), None)
+    corpus = retriever.corpus
+    try:
+        assert corpus.seconds_to_next_listing(1.0) == 1.0  # nothing listed yet
+        await corpus.sync(read_all=True)
+        assert 0.9 < corpus.seconds_to_next_listing(1.0) <= 1.0
+        folder.gate = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(corpus.list_ahead, older_than=0.0))
+            await anyio.sleep(0.4)  # the listing takes 0.4 s
+            folder.gate.set()
+        assert 0.35 < corpus.seconds_to_next_listing(0.5) < 0.5  # its own length
+        assert 0.5 < corpus.seconds_to_next_listing(1.0) < 0.65  # the period's rest
+    finally:
+        retriever.close()
+
+
 def _stored_vectors(retriever: Retriever) -> dict[str, bytes]:
     with sqlite3.connect(retriever.corpus.store.path) as db:
         return dict(db.execute("SELECT text_hash, vector FROM passage_vectors"))

@@ -80,9 +80,10 @@ logger = logging.getLogger(__name__)
 # A session is under way while a call came within this many seconds: an agent thinks
 # between calls for tens of seconds; an idle server should cost nothing.
 ACTIVE_SECONDS = 300.0
-# The background listing runs this share of `index_refresh_seconds` apart, so it comes
-# before a question finds a listing due; at 10,000 notes one costs about 50 ms (3% of a
-# core at the default 2 s).
+# The background listing starts this share of `index_refresh_seconds` after the last one
+# started, so it comes before a question finds a listing due; at 10,000 notes one costs
+# about 50 ms (3% of a core at the default 2 s), at 50,000 notes 0.7-1.1 s through the
+# folder (half the time: `Corpus.seconds_to_next_listing`).
 _LIST_AHEAD_SHARE = 0.8
 
 # Passages left out for the budget that the footer names.
@@ -305,9 +306,11 @@ class Retriever:
             return  # every call lists for itself
         embedded_at = -1  # the corpus generation the last look for texts to embed saw
         while True:
-            await anyio.sleep(period)
+            # A listing's age counts from its start, so the next one is timed from there.
+            await anyio.sleep(self.corpus.seconds_to_next_listing(period))
             asked = self.corpus.asked_at
             if asked is None or time.monotonic() - asked > ACTIVE_SECONDS:
+                await anyio.sleep(period)
                 continue
             try:
                 await self.corpus.list_ahead(older_than=period)
