@@ -1186,8 +1186,6 @@ class IndexStore:
             return Postings(empty, np.zeros(0, dtype=np.bool_), empty)
         ids = np.fromstring(passages, dtype=np.int64, sep=" ")
         in_headings = np.frombuffer(columns.encode("ascii"), dtype=np.uint8) == ord("1")
-        if len(ids) != len(in_headings):
-            raise sqlite3.DatabaseError(f"the keyword index's postings of {term!r} do not pair")
         # Two entries a passage at most: its text (even key) and its headings (odd).
         keys, occurrences = np.unique(ids * 2 + in_headings, return_counts=True)
         return Postings(keys // 2, keys % 2 == 1, occurrences.astype(np.int64))

@@ -196,7 +196,8 @@ class CandidateSources:
         ):
             # Notes changed since: those lacking last time that a passage still has, and the
             # texts of the notes installed since. Over every text, this was 146-160 ms of the
-            # question after an edit at 50,000 notes (in process, /tmp/w50).
+            # question after an edit at 50,000 notes (in process, on a copy of the index
+            # python -m bench.speed.index --prebuilt serves).
             live = self.corpus.text_hashes
             still_lacking = {digest for digest in last[1].texts_left if digest in live}
             new = {d for record in installed for chunk in record.chunks for d in chunk.text_hashes}

@@ -53,7 +53,9 @@ def add_linking_notes(
 ) -> None:
     """Put these notes last under the names their links may resolve to (`linking_notes`),
     as the corpus orders a note read again. A name a note no longer links by keeps it: its
-    links are resolved when its backlinks are asked for, and find nothing there."""
+    links are resolved when its backlinks are asked for, and find nothing there. A first
+    gather goes through `linking_notes`: the look for a note already listed would make it
+    quadratic under a name thousands of notes link by."""
     for path, links in notes:
         for name in _names_linked(path, links):
             sources = named.setdefault(name, [])
