@@ -222,6 +222,11 @@ def drop_note_snapshots(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE note_snapshot")
 
 
+def drop_vector_shortlists(db: sqlite3.Connection) -> None:
+    """Take away what schema 8 added to an index file (the vector snapshots' shortlists)."""
+    db.execute("DROP TABLE vector_shortlists")
+
+
 @pytest.fixture
 def loads_from_rows(monkeypatch: pytest.MonkeyPatch) -> list[list[str] | None]:
     """The `paths` of every load of notes from their rows in the passage index (None: every

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from obsidian_mcp.index.store import SCHEMA_VERSION, IndexStore
 from obsidian_mcp.retrieval.exact import parse_needles
 from obsidian_mcp.retrieval.search import Retriever
-from tests.conftest import drop_note_snapshots
+from tests.conftest import drop_note_snapshots, drop_vector_shortlists
 from tests.test_index import retriever_on
 
 NOTES = {
@@ -169,6 +169,7 @@ def test_an_index_made_before_trigrams_gains_them_on_opening(tmp_path: Path, ver
             db.execute("DROP TABLE vector_snapshots")
             db.execute("ALTER TABLE notes DROP COLUMN title")
             drop_note_snapshots(db)  # schema 7's
+            drop_vector_shortlists(db)  # schema 8's
         db.execute(f"PRAGMA user_version = {version}")
     store = IndexStore(file)
     assert store.trigrams and store.notes_holding(["sulwynros"]) == {"Harbour/Grey Wharf.md"}

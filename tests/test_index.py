@@ -57,7 +57,13 @@ from obsidian_mcp.sources.base import FileStat, NoteData, TextSearchHit
 from obsidian_mcp.sources.folder import FolderSource
 from obsidian_mcp.text.markdown import parse_note
 from obsidian_mcp.vault import Vault
-from tests.conftest import count_parses, drop_note_snapshots, folder_settings, rest_settings
+from tests.conftest import (
+    count_parses,
+    drop_note_snapshots,
+    drop_vector_shortlists,
+    folder_settings,
+    rest_settings,
+)
 from tests.fixture_vault import REPO_ROOT, copy_fixture_vault
 from tests.standin.process import StandinProcess
 
@@ -225,6 +231,7 @@ def downgrade_to_version_1(file: Path) -> None:
         db.execute("DROP TABLE vector_snapshots")
         db.execute("ALTER TABLE notes DROP COLUMN title")
         drop_note_snapshots(db)
+        drop_vector_shortlists(db)
         db.execute("PRAGMA user_version = 1")
 
 
@@ -497,16 +504,17 @@ async def test_a_build_leaves_a_snapshot_of_its_vectors_and_an_older_index_gains
     with sqlite3.connect(file) as db:
         stored = sorted(digest for (digest,) in db.execute("SELECT text_hash FROM passage_vectors"))
     snapshot = store.vector_snapshot(model)
-    assert snapshot is not None and sorted(snapshot[1]) == stored
+    assert snapshot is not None and sorted(snapshot.hashes) == stored
     first.close()
     with sqlite3.connect(file) as db:
         db.execute("DROP TABLE vector_snapshots")
         db.execute("ALTER TABLE notes DROP COLUMN title")
         drop_note_snapshots(db)
+        drop_vector_shortlists(db)
         db.execute("PRAGMA user_version = 5")
     again, folder = retriever_on(vault, tmp_path)
     snapshot = again.corpus.store.vector_snapshot(model)
-    assert snapshot is not None and sorted(snapshot[1]) == stored
+    assert snapshot is not None and sorted(snapshot.hashes) == stored
     assert first_group(await answer(again, PARAPHRASE)).startswith("## Ferry.md")
     assert folder.reads == []
     again.close()
@@ -833,7 +841,7 @@ async def test_while_a_session_asks_an_edit_is_taken_in_before_the_next_question
         with sqlite3.connect(store.path) as db:
             stored = {digest for (digest,) in db.execute("SELECT text_hash FROM passage_vectors")}
         snapshot = store.vector_snapshot(model)
-        assert snapshot is not None and set(snapshot[1]) == stored  # the edit's text in it
+        assert snapshot is not None and set(snapshot.hashes) == stored  # the edit's text in it
         with sqlite3.connect(store.path) as db:  # the edit is in the notes' snapshot too
             assert db.execute("SELECT count(*) FROM note_changes").fetchone()[0] == 0
         assert IndexStore(store.path).load_notes()["Library.md"].content_hash == (

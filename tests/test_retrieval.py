@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from obsidian_mcp.index import store as store_module
+from obsidian_mcp.index.coding import Codes
 from obsidian_mcp.index.embedder import Matrix
 from obsidian_mcp.index.smart_env import (
     load_vectors,
@@ -26,7 +27,7 @@ from obsidian_mcp.index.smart_env import (
     parse_ajson,
     split_block_key,
 )
-from obsidian_mcp.index.store import Codes, Ids, IndexStore, NoteRow, PassageRow
+from obsidian_mcp.index.store import Ids, IndexStore, NoteRow, PassageRow
 from obsidian_mcp.index.vectors import (
     GROWTH,
     LOAD_BATCH,
@@ -1004,7 +1005,7 @@ def test_a_snapshot_is_read_in_one_piece_and_a_damaged_one_set_aside(
     assert store.save_vector_snapshot("m") == 0  # nothing outside it: not due
     store.put_vectors("m", ["after"], matrix[:1])
     snapshot = store.vector_snapshot("m")
-    assert snapshot is not None and len(snapshot[1]) == count  # the newer row is not in it
+    assert snapshot is not None and len(snapshot.hashes) == count  # the newer row is not in it
     vectors = PassageVectors("m", _SNAPSHOT_DIMS)
     assert vectors.refresh(store) == count + 1
     assert store.rows_read == 1  # only the row stored after the snapshot, one by one

@@ -5,22 +5,26 @@ each held row's projection in that row's place, so a ranking through it yields e
 once with the score exact scoring gives it. Retrieval itself is checked on the fixture
 vault's real vectors and questions (the bundled model, run by ONNX Runtime)."""
 
+import itertools
 import json
+import sqlite3
 import threading
 from itertools import islice
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from obsidian_mcp.index import shortlist as shortlist_module
+from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index import vectors as vectors_module
+from obsidian_mcp.index.coding import Codes
 from obsidian_mcp.index.embedder import Matrix, OnnxEmbedder
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.shortlist import Projection
-from obsidian_mcp.index.store import Codes, IndexStore
+from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import PassageVectors
 from tests.fixture_vault import REPO_ROOT
 
@@ -66,16 +70,22 @@ def _ranks_every_text_once_with_its_exact_score(
 
 @pytest.fixture
 def small_shortlist(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every size of vault gets a shortlist, of 8 rows out of 4 of the 16 dimensions."""
-    monkeypatch.setattr(vectors_module, "SHORTLIST_FROM_ROWS", 1)
+    """Every size of vault gets a shortlist, of 8 rows out of 4 of the 16 dimensions, and
+    any vector stored outside a snapshot makes it due."""
+    monkeypatch.setattr(shortlist_module, "SHORTLIST_FROM_ROWS", 1)
     monkeypatch.setattr(vectors_module, "SHORTLIST_SIZE", 8)
     monkeypatch.setattr(shortlist_module, "SHORTLIST_DIMS", 4)
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 1)
 
+
+_FILES = itertools.count()
 
 _STEP = st.one_of(
     st.tuples(st.just("store"), st.integers(1, 40)),
     st.tuples(st.just("drop"), st.integers(0, 2**40)),
     st.tuples(st.just("fit"), st.just(0)),
+    st.tuples(st.just("snapshot"), st.just(0)),
+    st.tuples(st.just("new process"), st.just(0)),
 )
 
 
@@ -83,13 +93,16 @@ _STEP = st.one_of(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=st.lists(_STEP, min_size=1, max_size=8), seed=st.integers(0, 2**16))
+# Every row dropped, then one stored: the refresh must not take the snapshot in again.
+@example(steps=[("store", 1), ("snapshot", 0), ("drop", 0), ("store", 1)], seed=0)
 def test_law_the_shortlist_holds_each_rows_projection_and_ranks_every_text_once(
-    small_shortlist: None, steps: list[tuple[str, int]], seed: int
+    small_shortlist: None, tmp_path: Path, steps: list[tuple[str, int]], seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    store = IndexStore(":memory:")
+    store = IndexStore(tmp_path / f"{next(_FILES)}.sqlite3")  # a new file each example
     vectors = PassageVectors("m", _DIMS)
-    stored: dict[str, Matrix] = {}
+    stored: dict[str, Matrix] = {}  # the texts held
+    in_store: dict[str, Matrix] = {}  # what a new process loads (drops are in memory)
     made = 0
     for step, amount in steps:
         if step == "store":
@@ -98,6 +111,7 @@ def test_law_the_shortlist_holds_each_rows_projection_and_ranks_every_text_once(
             made += amount
             store.put_vectors("m", hashes, rows)
             stored.update(zip(hashes, rows, strict=True))
+            in_store.update(zip(hashes, rows, strict=True))
             vectors.refresh(store)  # grows past the room, projecting what arrives
             if vectors._fit_thread is not None:
                 vectors._fit_thread.join()
@@ -105,6 +119,19 @@ def test_law_the_shortlist_holds_each_rows_projection_and_ranks_every_text_once(
             kept = {h for n, h in enumerate(stored) if amount >> (n % 40) & 1}
             vectors.keep_only(frozenset(kept), rows_seen=len(vectors))
             stored = {h: row for h, row in stored.items() if h in kept}
+        elif step == "snapshot":
+            store.save_vector_snapshot("m")
+        elif step == "new process":
+            snapshot = store.vector_snapshot("m")
+            vectors = PassageVectors("m", _DIMS)
+            vectors.refresh(store)
+            stored = dict(in_store)
+            if snapshot is not None:  # its shortlist is taken in, not fitted again
+                assert snapshot.shortlisted is not None
+                held = vectors._projection
+                assert held is not None
+                assert np.array_equal(held.basis, snapshot.shortlisted.projection.basis)
+                assert vectors._fit_thread is None
         else:
             vectors.fit_shortlist()
     if not stored:
@@ -189,6 +216,137 @@ def test_below_the_threshold_no_shortlist_is_fitted() -> None:
     vectors = PassageVectors("m", _DIMS)
     vectors.refresh(store)
     assert vectors._fit_thread is None and vectors._projection is None
+
+
+def _stored_shortlist(file: Path) -> shortlist_module.Shortlisted | None:
+    store = IndexStore(file)
+    try:
+        snapshot = store.vector_snapshot("m")
+    finally:
+        store.close()
+    assert snapshot is not None
+    return snapshot.shortlisted
+
+
+def _same_shortlist(found: shortlist_module.Shortlisted, codes: Codes, scales: Matrix) -> bool:
+    """Whether `found` is the shortlist of exactly these rows."""
+    expected = shortlist_module.shortlisted(codes, scales)
+    return (
+        np.array_equal(found.projection.mean, expected.projection.mean)
+        and np.array_equal(found.projection.basis, expected.projection.basis)
+        and np.array_equal(found.codes, expected.codes)
+        and np.array_equal(found.scales, expected.scales)
+    )
+
+
+def _snapshot_rows(file: Path) -> tuple[Codes, Matrix]:
+    with sqlite3.connect(file) as db:
+        codes, scales = db.execute("SELECT codes, scales FROM vector_snapshots").fetchone()
+    scale_array = np.frombuffer(scales, dtype=np.float32)
+    return np.frombuffer(codes, dtype=np.int8).reshape(len(scale_array), -1), scale_array
+
+
+def test_a_snapshot_past_the_threshold_holds_its_shortlist_and_a_new_process_takes_it_in(
+    small_shortlist: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Written with the snapshot, from exactly its rows; a new process holds it as the
+    rows' shortlist without a fit, and projects the rows stored after it."""
+    monkeypatch.setattr(shortlist_module, "SHORTLIST_FROM_ROWS", 40)
+    rows = _unit_rows(np.random.default_rng(6), 45)
+    hashes = [f"h{n}" for n in range(45)]
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    store.put_vectors("m", hashes[:39], rows[:39])
+    store.save_vector_snapshot("m")
+    assert _stored_shortlist(file) is None  # 39 rows: below the threshold
+    store.put_vectors("m", hashes[39:44], rows[39:44])
+    assert store.save_vector_snapshot("m") == 44
+    found = _stored_shortlist(file)
+    assert found is not None and _same_shortlist(found, *_snapshot_rows(file))
+    store.put_vectors("m", hashes[44:], rows[44:])  # after the snapshot
+    monkeypatch.setattr(vectors_module, "fitted", None)  # a fit would fail
+    vectors = PassageVectors("m", _DIMS)
+    assert vectors.refresh(store) == 45
+    assert vectors._fit_thread is None
+    _short_rows_match_the_held_rows(vectors)
+    _ranks_every_text_once_with_its_exact_score(vectors, rows[44], hashes)
+    store.close()
+
+
+def test_a_snapshot_that_grows_past_the_threshold_is_due_for_its_shortlist(
+    small_shortlist: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not only when a tenth of its rows are outside it: a vault whose snapshot was written
+    below the threshold gets one with the next look."""
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    store.put_vectors("m", [f"h{n}" for n in range(30)], _unit_rows(np.random.default_rng(7), 30))
+    monkeypatch.setattr(shortlist_module, "SHORTLIST_FROM_ROWS", 100)
+    assert store.save_vector_snapshot("m") == 30
+    assert _stored_shortlist(file) is None
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_ROWS", 1000)  # no row count makes it due
+    assert store.save_vector_snapshot("m") == 0
+    monkeypatch.setattr(shortlist_module, "SHORTLIST_FROM_ROWS", 30)
+    assert store.save_vector_snapshot("m") == 30
+    found = _stored_shortlist(file)
+    assert found is not None and _same_shortlist(found, *_snapshot_rows(file))
+    assert store.save_vector_snapshot("m") == 0
+    store.close()
+
+
+def test_a_shortlist_is_taken_only_with_the_snapshot_it_was_made_from(
+    small_shortlist: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    rows = _unit_rows(np.random.default_rng(10), 34)
+    store.put_vectors("m", [f"h{n}" for n in range(30)], rows[:30])
+    assert store.save_vector_snapshot("m") == 30
+    with sqlite3.connect(file) as db:  # as if made for an older snapshot
+        db.execute("UPDATE vector_shortlists SET through_seq = through_seq - 1")
+    assert _stored_shortlist(file) is None
+    assert store.save_vector_snapshot("m") == 30  # due for one
+    assert _stored_shortlist(file) is not None
+    monkeypatch.setattr(shortlist_module, "SHORTLIST_FROM_ROWS", 100)
+    store.put_vectors("m", ["h30", "h31", "h32", "h33"], rows[30:])  # a tenth more
+    assert store.save_vector_snapshot("m") == 34  # below the threshold now: none kept
+    with sqlite3.connect(file) as db:
+        assert db.execute("SELECT count(*) FROM vector_shortlists").fetchone()[0] == 0
+    store.close()
+
+
+def test_an_index_written_before_the_shortlist_was_stored_gains_it_on_opening(
+    small_shortlist: None, tmp_path: Path
+) -> None:
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    store.put_vectors("m", [f"h{n}" for n in range(30)], _unit_rows(np.random.default_rng(8), 30))
+    store.save_vector_snapshot("m")
+    store.close()
+    with sqlite3.connect(file) as db:  # as schema 7 left it
+        db.execute("DROP TABLE vector_shortlists")
+        db.execute("PRAGMA user_version = 7")
+    found = _stored_shortlist(file)
+    assert found is not None and _same_shortlist(found, *_snapshot_rows(file))
+
+
+def test_a_damaged_shortlist_is_set_aside_and_fitted_again(
+    small_shortlist: None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = tmp_path / "index.sqlite3"
+    store = IndexStore(file)
+    rows = _unit_rows(np.random.default_rng(9), 30)
+    store.put_vectors("m", [f"h{n}" for n in range(30)], rows)
+    store.save_vector_snapshot("m")
+    with sqlite3.connect(file) as db:
+        db.execute("UPDATE vector_shortlists SET codes = substr(codes, 2)")
+    vectors = PassageVectors("m", _DIMS)
+    assert vectors.refresh(store) == 30  # the rows themselves are whole
+    assert "shortlist of m's vector snapshot is damaged" in caplog.text
+    _settled(vectors)  # fitted in the background
+    _short_rows_match_the_held_rows(vectors)
+    _ranks_every_text_once_with_its_exact_score(vectors, rows[3], [f"h{n}" for n in range(30)])
+    store.close()
 
 
 def test_the_shortlist_finds_the_exact_nearest_texts_of_real_questions(

@@ -9,15 +9,16 @@ carry most of a cosine similarity, so scoring their projection on the first
 `SHORTLIST_SIZE` finds the same nearest texts in a fraction of the time: 24-31 ms alone
 and 57-80 ms beside a listing at 50,000 notes, against 70-340 and 223-279 ms (in process,
 on `python -m bench.speed.index --prebuilt`'s 50,000-note index, three alternating rounds).
-Below SHORTLIST_FROM_ROWS (`vectors`) every row is scored.
+Below SHORTLIST_FROM_ROWS every row is scored. A model's vector snapshot holds the
+shortlist of its rows, so a new process takes it in instead of fitting it (the store finds
+it when it writes the snapshot, and a vault that grows gets new directions with each).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from obsidian_mcp.index.embedder import Matrix
-from obsidian_mcp.index.store import Codes, quantized
+from obsidian_mcp.index.coding import Codes, Matrix, quantized
 
 # Directions kept, and texts scored exactly after the shortlist's pass. The nearest 20
 # texts found among the exact ranking's nearest 20, at 50,000 notes over 50 planted and 126
@@ -28,6 +29,12 @@ from obsidian_mcp.index.store import Codes, quantized
 # 4,096 rows takes about a millisecond.
 SHORTLIST_DIMS = 96
 SHORTLIST_SIZE = 4096
+# Rows held before a query is scored against the shortlist first, and a model's vector
+# snapshot stores one (`store.VectorSnapshot`): exact scoring took 7-14 ms at the 160,000
+# texts of 10,000 notes, so the development vaults, alone or inside 10,000 notes, keep the
+# exact ranking; at the 801,960 texts of 50,000 notes it took 67-320 ms against the
+# shortlist's 24-31.
+SHORTLIST_FROM_ROWS = 300_000
 # Rows the directions are found from: a sample, not every row (the figures above were
 # measured with it). A fit at 801,960 rows took 1.2 s, most of it projecting every row.
 BASIS_SAMPLE = 20_000
@@ -57,6 +64,24 @@ class Projection:
         """The query in the directions' terms: its score against a projected row is its
         cosine similarity to the row, less the same amount for every row."""
         return (query @ self.basis).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Shortlisted:
+    """A projection and the rows it was found from, projected and coded (a row each)."""
+
+    projection: Projection
+    codes: Codes
+    scales: Matrix
+
+
+def shortlisted(codes: Codes, scales: Matrix) -> Shortlisted:
+    """The shortlist of these coded rows: their projection, and each of them projected."""
+    projection = fitted(codes, scales)
+    short_codes = np.zeros((len(codes), projection.basis.shape[1]), dtype=np.int8)
+    short_scales = np.zeros(len(codes), dtype=np.float32)
+    projection.project(codes, scales, short_codes, short_scales)
+    return Shortlisted(projection, short_codes, short_scales)
 
 
 def fitted(codes: Codes, scales: Matrix) -> Projection:

@@ -46,10 +46,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from obsidian_mcp.index import shortlist
+from obsidian_mcp.index.coding import Codes, Matrix, quantized
+
 logger = logging.getLogger(__name__)
 
-Matrix = npt.NDArray[np.float32]
-Codes = npt.NDArray[np.int8]
 Ids = npt.NDArray[np.int64]
 
 
@@ -236,6 +237,23 @@ _MIGRATIONS: tuple[str, ...] = (
         hashes BLOB NOT NULL
     );
     """,
+    # 7 -> 8: a model's snapshot of SHORTLIST_FROM_ROWS rows or more has its shortlist
+    # beside it (`shortlist.Shortlisted`: the mean and directions as float32, each row's
+    # projection coded), so a new process takes it in instead of fitting it again: at
+    # 50,000 notes the fit took 3.9 s of both cores beside the notes' load at every start,
+    # and a vault that grew kept the directions its first start found. A row of its own,
+    # for the snapshot's `through_seq`: added to the snapshot's row, it rewrote all 385 MB
+    # of it. `_migrate` adds it for a snapshot written before.
+    """
+    CREATE TABLE vector_shortlists (
+        model TEXT PRIMARY KEY,
+        through_seq INTEGER NOT NULL,
+        mean BLOB NOT NULL,
+        basis BLOB NOT NULL,
+        codes BLOB NOT NULL,
+        scales BLOB NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # Every note's text as trigrams (FTS5's `trigram` tokenizer), so `vault_smart_search` looks
@@ -284,6 +302,7 @@ _TABLES = (
     "passage_vectors",
     "passage_terms",
     "vector_snapshots",
+    "vector_shortlists",
     "note_changes",
     "note_snapshot",
 )
@@ -298,15 +317,6 @@ def _statements(script: str) -> Generator[str]:
             if statement.strip(" \n;"):
                 yield statement
             statement = ""
-
-
-def quantized(matrix: Matrix) -> tuple[Codes, Matrix]:
-    """Each row as int8 codes and a scale (its largest magnitude over 127), so that
-    `codes * scale` is the row to within half a step: cosine similarities of the
-    all-MiniLM-L6-v2 vectors of the generated 10,000-note vault move by at most 0.002."""
-    scales = (np.abs(matrix).max(axis=1) / 127).astype(np.float32)
-    steps = np.where(scales > 0, scales, 1)[:, None]
-    return np.rint(matrix / steps).astype(np.int8), scales
 
 
 def _code_float_vectors(db: sqlite3.Connection) -> int:
@@ -342,11 +352,18 @@ def _vectors_after(db: sqlite3.Connection, model: str, seq: int) -> int:
 
 
 def _vector_snapshot_due(db: sqlite3.Connection, model: str) -> bool:
+    """Whether enough vectors are stored outside the model's snapshot, or its rows have
+    reached the size that has a shortlist and it has none."""
     row = db.execute(
-        "SELECT through_seq, length(scales) / 4 FROM vector_snapshots WHERE model = ?", (model,)
+        "SELECT through_seq, length(scales) / 4, EXISTS (SELECT 1 FROM vector_shortlists l "
+        "WHERE l.model = s.model AND l.through_seq = s.through_seq) "
+        "FROM vector_snapshots s WHERE model = ?",
+        (model,),
     ).fetchone()
-    through_seq, held = row or (0, 0)
+    through_seq, held, has_shortlist = row or (0, 0, False)
     outside = _vectors_after(db, model, through_seq)
+    if not has_shortlist and held + outside >= shortlist.SHORTLIST_FROM_ROWS:
+        return True
     return outside >= max(SNAPSHOT_MIN_ROWS, SNAPSHOT_REWRITE_SHARE * held)
 
 
@@ -381,7 +398,61 @@ def _write_vector_snapshot(db: sqlite3.Connection, model: str) -> int:
         "INSERT OR REPLACE INTO vector_snapshots VALUES (?, ?, ?, ?, ?)",
         (model, through_seq, bytes(hashes), bytes(codes), scales.tobytes()),
     )
+    db.execute("DELETE FROM vector_shortlists WHERE model = ?", (model,))
+    _put_snapshot_shortlist(
+        db, model, through_seq, np.frombuffer(codes, dtype=np.int8).reshape(count, -1), scales
+    )
     return count
+
+
+def _put_snapshot_shortlist(
+    db: sqlite3.Connection, model: str, through_seq: int, codes: Codes, scales: Matrix
+) -> None:
+    """Store the shortlist of the model's snapshot through `through_seq`, whose rows are
+    `codes` and `scales`, once they are SHORTLIST_FROM_ROWS or more: 1.2 s at 801,960
+    rows, in the snapshot's write transaction, as it describes exactly those rows."""
+    if len(codes) < shortlist.SHORTLIST_FROM_ROWS:
+        return
+    found = shortlist.shortlisted(codes, scales)
+    db.execute(
+        "INSERT OR REPLACE INTO vector_shortlists VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            model,
+            through_seq,
+            found.projection.mean.tobytes(),
+            found.projection.basis.tobytes(),
+            found.codes.tobytes(),
+            found.scales.tobytes(),
+        ),
+    )
+
+
+def _snapshot_shortlist(
+    dims: int,
+    rows: int,
+    mean: bytes | None,
+    basis: bytes | None,
+    codes: bytes | None,
+    scales: bytes | None,
+) -> shortlist.Shortlisted | None:
+    """The shortlist stored for a snapshot of `rows` rows of `dims`; None without one, or
+    with one that does not fit its rows (the process fits one again)."""
+    if mean is None or basis is None or codes is None or scales is None:
+        return None
+    mean_array = np.frombuffer(mean, dtype=np.float32)
+    basis_array = np.frombuffer(basis, dtype=np.float32)
+    code_array = np.frombuffer(codes, dtype=np.int8)
+    scale_array = np.frombuffer(scales, dtype=np.float32)
+    if (
+        len(mean_array) != dims
+        or not len(basis_array)
+        or len(basis_array) % dims
+        or len(scale_array) != rows
+        or len(code_array) != rows * (len(basis_array) // dims)
+    ):
+        return None
+    projection = shortlist.Projection(mean_array, basis_array.reshape(dims, -1))
+    return shortlist.Shortlisted(projection, code_array.reshape(rows, -1), scale_array)
 
 
 def text_hash(text: str) -> str:
@@ -461,6 +532,18 @@ class StoredNote:
     # schema 5 and older).
     links: tuple[LinkSpan, ...] | None
     title: str | None
+
+
+@dataclass(frozen=True)
+class VectorSnapshot:
+    """A model's vectors as its snapshot holds them: the seq it holds every row through,
+    the text hashes, codes and scales, and their shortlist if it holds one."""
+
+    through_seq: int
+    hashes: list[str]
+    codes: Codes
+    scales: Matrix
+    shortlisted: shortlist.Shortlisted | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -784,6 +867,8 @@ class IndexStore:
                     self._write_snapshot(db, model)
         if 0 < version < 7 and _note_snapshot_due(db):  # and its notes' snapshot
             self._write_note_snapshot(db)
+        if 5 < version < 8:  # a large vector snapshot gains its shortlist
+            self._add_snapshot_shortlists(db)
         if coded:
             self._compact(db, coded)
         # Touch every table: a truncated or overwritten file fails here, not mid-query.
@@ -1323,6 +1408,7 @@ class IndexStore:
             )
             if cursor.rowcount:  # the snapshots hold those rows: written again when due
                 db.execute("DELETE FROM vector_snapshots")
+                db.execute("DELETE FROM vector_shortlists")
             return cursor.rowcount
 
     def vector_count(self, model: str, after_seq: int = 0) -> int:
@@ -1330,24 +1416,56 @@ class IndexStore:
         with self._reader() as db:
             return _vectors_after(db, model, after_seq)
 
-    def vector_snapshot(self, model: str) -> tuple[int, list[str], Codes, Matrix] | None:
-        """The model's vectors as its snapshot holds them (`save_vector_snapshot`): the seq
-        it holds every row through, the text hashes, codes and scales; None without one."""
+    def vector_snapshot(self, model: str) -> VectorSnapshot | None:
+        """The model's vectors as its snapshot holds them (`save_vector_snapshot`), with
+        their shortlist; None without one."""
         with self._reader() as db:
             row = db.execute(
-                "SELECT through_seq, hashes, codes, scales FROM vector_snapshots WHERE model = ?",
+                "SELECT s.through_seq, s.hashes, s.codes, s.scales, l.mean, l.basis, l.codes, "
+                "l.scales FROM vector_snapshots s LEFT JOIN vector_shortlists l "
+                "ON l.model = s.model AND l.through_seq = s.through_seq WHERE s.model = ?",
                 (model,),
             ).fetchone()
         if row is None:
             return None
-        through_seq, hashes, codes, scales = row
+        through_seq, hashes, codes, scales, *short = row
         digests = [sys.intern(digest) for digest in hashes.decode("utf-8").split("\n")]
         scale_array = np.frombuffer(scales, dtype=np.float32)
         if len(scale_array) != len(digests) or len(codes) % len(digests):
             logger.warning("passage index %s: a vector snapshot of %s is damaged", self.path, model)
             return None
         code_array = np.frombuffer(codes, dtype=np.int8).reshape(len(digests), -1)
-        return int(through_seq), digests, code_array, scale_array
+        found = _snapshot_shortlist(code_array.shape[1], len(digests), *short)
+        if found is None and short[0] is not None:
+            logger.warning(
+                "passage index %s: the shortlist of %s's vector snapshot is damaged; it is "
+                "fitted again in the background",
+                self.path,
+                model,
+            )
+        return VectorSnapshot(int(through_seq), digests, code_array, scale_array, found)
+
+    def _add_snapshot_shortlists(self, db: sqlite3.Connection) -> None:
+        """Give each vector snapshot of SHORTLIST_FROM_ROWS rows or more its shortlist (an
+        index written before schema 8). Only saves time: on a busy or full disk the
+        process fits it, and the next snapshot written has it."""
+        rows = db.execute(
+            "SELECT model, through_seq, codes, scales FROM vector_snapshots "
+            "WHERE length(scales) / 4 >= ?",
+            (shortlist.SHORTLIST_FROM_ROWS,),
+        ).fetchall()
+        for model, through_seq, codes, scales in rows:
+            scale_array = np.frombuffer(scales, dtype=np.float32)
+            if len(codes) % len(scale_array):
+                continue  # damaged: `vector_snapshot` says so
+            code_array = np.frombuffer(codes, dtype=np.int8).reshape(len(scale_array), -1)
+            try:
+                with self._write(db, locked=False):
+                    _put_snapshot_shortlist(db, model, through_seq, code_array, scale_array)
+            except sqlite3.Error as exc:
+                logger.warning(
+                    "passage index %s: no shortlist stored for %s (%s)", self.path, model, exc
+                )
 
     def save_vector_snapshot(self, model: str) -> int:
         """Write the model's snapshot again when SNAPSHOT_REWRITE_SHARE of its vectors are

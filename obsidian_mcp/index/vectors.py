@@ -23,11 +23,13 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from obsidian_mcp.index import shortlist
 from obsidian_mcp.index.bulk import collector_paused
+from obsidian_mcp.index.coding import Codes
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.shortlist import SHORTLIST_SIZE, Projection, fitted
-from obsidian_mcp.index.store import Codes, IndexStore
+from obsidian_mcp.index.store import IndexStore
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +71,12 @@ GROWTH = 1.25
 # took 7.4 ms a query at 160,000 rows, 16,384 took 10.3 ms (cache-sized blocks; loaded
 # machine). Counted in values, so the shortlist's narrower rows go four times as many a block.
 SCORE_BLOCK_VALUES = 4096 * 384
-# Rows held before a query is scored against the shortlist's narrow copy first
-# (`shortlist`): exact scoring took 7-14 ms at the 160,000 texts of 10,000 notes, so the
-# development vaults, alone or inside 10,000 notes, keep the exact ranking; at the 801,960
-# texts of 50,000 notes it took 67-320 ms against the shortlist's 24-31.
-SHORTLIST_FROM_ROWS = 300_000
 
 
 class PassageVectors:
     """Stored vectors of one model, as rows of one int8 matrix, by passage text hash.
 
-    The rows are held as stored, int8 codes with a scale each (`store.quantized`), a
+    The rows are held as stored, int8 codes with a scale each (`coding.quantized`), a
     quarter of float32: at the 159,646 texts of the generated 10,000-note vault, 62 MB
     instead of 245 MB of a server's 661 MB (python -m bench.speed.index --prebuilt). A
     score is off by at most 0.002 of cosine similarity there, and a query costs 7 ms
@@ -89,6 +86,7 @@ class PassageVectors:
     def __init__(self, model: str, dims: int) -> None:
         self.model = model
         self._seq = 0
+        self._loaded = False
         self._rows: dict[str, int] = {}
         self._hashes: list[str] = []
         self._codes: Codes = np.zeros((0, dims), dtype=np.int8)
@@ -126,7 +124,10 @@ class PassageVectors:
             # A first load takes the model's snapshot (`IndexStore.save_vector_snapshot`),
             # then the rows stored after it, which may hold a text it holds (pruned from the
             # rows since, then embedded again).
-            first_load = not self._hashes
+            # Whether this is the first refresh, not whether rows are held: after `keep_only`
+            # dropped every row, the snapshot would bring them back.
+            first_load = not self._loaded
+            self._loaded = True
             arrived = self._take_snapshot(store) if first_load else 0
             known_possible = not first_load or arrived > 0
             while True:
@@ -143,7 +144,11 @@ class PassageVectors:
         801,960 rows, which a query would otherwise wait for; queries meanwhile score
         every row."""
         fitting = self._fit_thread is not None and self._fit_thread.is_alive()
-        if self._projection is None and len(self._hashes) >= SHORTLIST_FROM_ROWS and not fitting:
+        if (
+            self._projection is None
+            and len(self._hashes) >= shortlist.SHORTLIST_FROM_ROWS
+            and not fitting
+        ):
             self._fit_thread = threading.Thread(
                 target=self.fit_shortlist, name="vector-shortlist", daemon=True
             )
@@ -187,16 +192,24 @@ class PassageVectors:
         """Room for every stored row at once, then the rows of the model's snapshot, if it
         has one; how many."""
         snapshot = store.vector_snapshot(self.model)
-        through_seq = 0 if snapshot is None else snapshot[0]
+        through_seq = 0 if snapshot is None else snapshot.through_seq
         stored = store.vector_count(self.model, after_seq=through_seq)
         if snapshot is not None:
-            stored += len(snapshot[1])
+            stored += len(snapshot.hashes)
         self._reserve(stored + math.ceil(stored * LOAD_HEADROOM))
         if snapshot is None:
             return 0
-        _, hashes, codes, scales = snapshot
         self._seq = through_seq
-        return self._take_in(hashes, codes, scales, known_possible=False)
+        taken = self._take_in(
+            snapshot.hashes, snapshot.codes, snapshot.scales, known_possible=False
+        )
+        if snapshot.shortlisted is not None:
+            # Its rows are the snapshot's, now the first held: in the same places.
+            room, held = len(self._scales), len(self._hashes)
+            self._short_codes = _regrown(snapshot.shortlisted.codes, room, held)
+            self._short_scales = _regrown(snapshot.shortlisted.scales, room, held)
+            self._projection = snapshot.shortlisted.projection
+        return taken
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` rows in all (never less than is held)."""
