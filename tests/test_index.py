@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -804,6 +804,41 @@ class ListingFolder(CountingFolder):
     async def note_stats(self) -> dict[str, FileStat]:
         self.listings += 1
         return await super().note_stats()
+
+
+@pytest.mark.anyio
+async def test_a_new_process_lists_the_folder_after_its_load_so_the_first_question_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load longer than OBSIDIAN_INDEX_REFRESH_SECONDS (3 s at 50,000 notes): listed
+    beside it, the listing was stale when the load ended and the first question listed
+    again; listed after it, the listing is fresh. Its age still counts from its start."""
+    vault = small_vault(tmp_path / "vault")
+    built, _ = retriever_on(vault, tmp_path)
+    await built.corpus.sync(read_all=True)
+    built.close()
+    slow_load = IndexStore.load_notes
+
+    def load_notes(store: IndexStore, paths: Iterable[str] | None = None) -> dict[str, StoredNote]:
+        notes = slow_load(store, paths)
+        if paths is None:  # the first load of a new process
+            time.sleep(0.6)
+        return notes
+
+    monkeypatch.setattr(IndexStore, "load_notes", load_notes)
+    settings = folder_settings(
+        vault, tmp_path, index_dir=tmp_path / "index", index_refresh_seconds=0.5
+    )
+    folder = ListingFolder(vault)
+    retriever = open_retriever(Vault(None, folder), settings, model_loader(settings))
+    await retriever.corpus.sync(read_all=True, by_a_call=False)  # the warm-up
+    assert folder.listings == 1 and retriever.corpus.note_count == 3
+    assert "## Ferry.md" in await answer(retriever, PARAPHRASE)
+    assert folder.listings == 1
+    await anyio.sleep(0.5)
+    await answer(retriever, PARAPHRASE)
+    assert folder.listings == 2
+    retriever.close()
 
 
 @pytest.mark.anyio
