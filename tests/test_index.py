@@ -1097,6 +1097,66 @@ async def test_a_vault_with_too_much_left_does_not_wait(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_after_a_restart_the_first_query_embeds_the_texts_left_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note written while no server ran, with more new texts than a question embeds in
+    passing: the next process's first question knows which texts lack vectors and embeds
+    them itself, instead of starting the build, whose look-up reads every stored text
+    first (2.1 s at 50,000 notes, 12 s with the file not cached)."""
+    vault = ledger_vault(tmp_path / "vault", paragraphs=4)
+    built, _ = retriever_on(vault, tmp_path)
+    await built.build_index()
+    built.close()
+    entries = (
+        f"Entry {n}: the brass lantern numbered {n} hangs by the quay, where the ferry "
+        f"crew trims its wick at dusk before the tide turns."
+        for n in range(60)
+    )
+    (vault / "Scratch.md").write_text("# Scratch\n\n" + "\n\n".join(entries) + "\n")
+    look_ups: list[object] = []
+    unembedded = IndexStore.unembedded
+
+    def counted(
+        store: IndexStore, model: str, limit: int, after: int = 0, *, firsts_only: bool = False
+    ) -> tuple[list[tuple[str, str]], int]:
+        look_ups.append(model)
+        return unembedded(store, model, limit, after, firsts_only=firsts_only)
+
+    monkeypatch.setattr(IndexStore, "unembedded", counted)
+    again, _ = retriever_on(vault, tmp_path, index_meaning_wait_seconds=600)
+    await again.corpus.sync(read_all=True, by_a_call=False)  # as the warm-up does
+    vectors = await again.candidates.passage_vectors()
+    assert vectors is not None
+    # More than a question embeds in passing (`INLINE_TEXTS`).
+    assert len(again.candidates.meaning_progress(vectors).texts_left) > INLINE_TEXTS
+    text = await answer(again, "which lantern hangs by the quay")
+    assert "Scratch.md" in text
+    assert not re.search(r"meaning index: [\d,]+ of", first_line(text))  # complete
+    assert look_ups == []
+    assert again.builder is not None and not again.builder.running
+    again.close()
+
+
+@pytest.mark.anyio
+async def test_a_first_query_whose_texts_left_cannot_be_read_stops_waiting_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts a passage names but the index file no longer holds (another process stored
+    the note again meanwhile) are tried once, not until the wait runs out; the build is
+    left to find what is left."""
+    vault = ledger_vault(tmp_path / "vault", paragraphs=4)
+    monkeypatch.setattr(IndexStore, "texts_of", lambda store, hashes: [])
+    retriever, _ = retriever_on(vault, tmp_path, index_meaning_wait_seconds=600)
+    await retriever.corpus.sync(read_all=True, by_a_call=False)
+    with anyio.fail_after(60):
+        text = await answer(retriever, "harbour ledger number 123")
+    assert "meaning index:" in first_line(text)
+    assert retriever.builder is not None and retriever.builder.running
+    retriever.close()
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("on_demand", [30, 0])
 async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_demand: int
