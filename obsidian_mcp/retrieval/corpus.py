@@ -849,10 +849,10 @@ class Corpus:
         """The vault's stats and every stored note, and when the listing began (monotonic).
 
         Through the folder, the notes are loaded first, then listed: side by side, the
-        listing's 50,000 stats each waited for the interpreter the load held (3.3-3.7 s
+        listing's 50,000 stats each waited for the interpreter the load held (3.1-3.7 s
         instead of 0.3-0.6 s at 50,000 notes, 0.46-0.53 against 0.06 s at 10,000), and a
         listing begun before a load longer than `refresh_seconds` was stale by its end, so
-        the first question listed again (1.1-1.4 s at 50,000 notes). Through the REST API
+        the first question listed again (1.1-1.2 s at 50,000 notes). Through the REST API
         the listing waits on Obsidian, so the load runs beside it: a new process's first
         answer waited 0.08 s for the listing before the load began (10,000 notes; the load
         takes 0.3-0.4 s)."""
