@@ -28,7 +28,7 @@ from obsidian_mcp.config import Settings
 from obsidian_mcp.errors import ObsidianUnreachable
 from obsidian_mcp.index import store as store_module
 from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
-from obsidian_mcp.index.embedder import OnnxEmbedder, cores_available
+from obsidian_mcp.index.embedder import Matrix, OnnxEmbedder, cores_available
 from obsidian_mcp.index.location import index_path, vault_identity
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.smart_env import SmartEnvCache, StoredVectors
@@ -1153,6 +1153,28 @@ async def test_a_first_query_whose_texts_left_cannot_be_read_stops_waiting_for_t
         text = await answer(retriever, "harbour ledger number 123")
     assert "meaning index:" in first_line(text)
     assert retriever.builder is not None and retriever.builder.running
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_first_query_whose_texts_cannot_be_stored_answers_from_what_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The index file is busy past its timeout (another process's long write) or the disk
+    is full: the first question stops waiting and answers from what is ready (its
+    passages found by meaning too, on demand, fail to store the same way)."""
+    vault = ledger_vault(tmp_path / "vault", paragraphs=4)
+
+    def busy(store: IndexStore, model: str, hashes: Sequence[str], vectors: Matrix) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(IndexStore, "put_vectors", busy)
+    retriever, _ = retriever_on(vault, tmp_path, index_meaning_wait_seconds=600)
+    await retriever.corpus.sync(read_all=True, by_a_call=False)
+    with anyio.fail_after(60):
+        text = await answer(retriever, "harbour ledger number 123")
+    assert "Note 12.md" in text and "meaning index:" in first_line(text)
+    assert "not stored: database is locked" in caplog.text
     retriever.close()
 
 

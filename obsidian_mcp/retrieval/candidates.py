@@ -11,6 +11,7 @@ What comes out is plain data (`Candidates`); fusion (`fusion.fuse`) orders it.
 
 import logging
 import math
+import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -265,7 +266,8 @@ class CandidateSources:
                 if not batch:
                     break
                 tried.update(batch)
-                await self._embed_now(vectors, batch)
+                if not await self._embed_now(vectors, batch):
+                    break  # it answers from what is ready; the build embeds the rest
             progress = self.meaning_progress(vectors)
             if report is not None:
                 await report(
@@ -283,22 +285,29 @@ class CandidateSources:
         firsts = {chunk.text_hashes[0] for chunk in chunks} & digests
         return [*firsts, *(digests - firsts)]
 
-    async def _embed_now(self, vectors: PassageVectors, digests: Collection[str]) -> None:
+    async def _embed_now(self, vectors: PassageVectors, digests: Collection[str]) -> bool:
         """Embed these texts that lack vectors now, ahead of the background build, and store
-        them (the build then skips them)."""
+        them (the build then skips them); whether they are stored. The index file may be
+        busy past its timeout (another process's long write) or its disk full: the call
+        answers from what is ready, and the build embeds them later."""
         lacking = vectors.lacking(digests)
         if not lacking or self.embedder is None:
-            return
+            return True
         store = self.corpus.store
         texts = await anyio.to_thread.run_sync(store.texts_of, lacking)
         embedder = self.embedder.get()
         embedded = await embed_side_by_side(
             embedder, [text for _, text in texts], TextRole.DOCUMENT
         )
-        await anyio.to_thread.run_sync(
-            store.put_vectors, embedder.vector_space, [digest for digest, _ in texts], embedded
-        )
+        try:
+            await anyio.to_thread.run_sync(
+                store.put_vectors, embedder.vector_space, [d for d, _ in texts], embedded
+            )
+        except sqlite3.Error as exc:
+            logger.warning("passage texts embedded for a question were not stored: %s", exc)
+            return False
         await anyio.to_thread.run_sync(vectors.refresh, store)
+        return True
 
     async def _embed_a_few_left(self, vectors: PassageVectors) -> MeaningProgress:
         """Embed the texts left now when they are no more than INLINE_TEXTS (an edit's);
