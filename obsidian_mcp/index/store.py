@@ -831,6 +831,11 @@ class IndexStore:
         # pages pushed the postings out of its cache, a warm question on a built 10,000-note
         # index took 39.4 against 36.0-37.3 ms (in process, 240 each, alternating).
         self._question_reads = _ReadConnection(self.path)
+        # What is left to embed is looked for on a connection of its own: each look-up reads
+        # every passage text (2.1 s at 50,000 notes), and under the one connection's lock
+        # the question that embedded its keyword candidates meanwhile waited for it to
+        # store them (6.7 s), and the question after an edit 3.8 s (in process).
+        self._build_reads = _ReadConnection(self.path)
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -964,6 +969,7 @@ class IndexStore:
             self._db.close()
         self._vector_reads.close()
         self._question_reads.close()
+        self._build_reads.close()
 
     def _reader(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection vectors and notes' texts are read on (`_vector_reads`)."""
@@ -1344,8 +1350,8 @@ class IndexStore:
             if firsts_only
             else ""
         )
-        with self._lock:
-            rows = self._db.execute(
+        with self._read_on(self._build_reads) as db:
+            rows = db.execute(
                 "SELECT t.rowid, t.text_hash, t.text FROM passage_texts t "
                 "WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM passage_vectors v "
                 f"WHERE v.model = ? AND v.text_hash = t.text_hash){first} "
@@ -1373,9 +1379,9 @@ class IndexStore:
 
     def count_unembedded(self, model: str) -> int:
         """Distinct passage texts with no vector of `model` yet."""
-        with self._lock:
+        with self._read_on(self._build_reads) as db:
             return int(
-                self._db.execute(
+                db.execute(
                     "SELECT count(DISTINCT t.text_hash) FROM passage_texts t "
                     "LEFT JOIN passage_vectors v ON v.model = ? AND v.text_hash = t.text_hash "
                     "WHERE v.seq IS NULL",
