@@ -23,7 +23,6 @@ from obsidian_mcp.index import vectors as vectors_module
 from obsidian_mcp.index.coding import Codes
 from obsidian_mcp.index.embedder import Matrix, OnnxEmbedder
 from obsidian_mcp.index.recipe import TextRole
-from obsidian_mcp.index.shortlist import Projection
 from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import PassageVectors
 from tests.fixture_vault import REPO_ROOT
@@ -144,18 +143,18 @@ def test_law_the_shortlist_holds_each_rows_projection_and_ranks_every_text_once(
 
 
 class SlowFit:
-    """`fitted` that lets the test act while a fit is under way, between finding the
+    """`shortlisted` that lets the test act while a fit is under way, between finding the
     directions and putting the projection in place."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.fitting, self.go_on = threading.Event(), threading.Event()
-        self._fitted = shortlist_module.fitted
-        monkeypatch.setattr(vectors_module, "fitted", self)
+        self._shortlisted = shortlist_module.shortlisted
+        monkeypatch.setattr(vectors_module, "shortlisted", self)
 
-    def __call__(self, codes: Codes, scales: Matrix) -> Projection:
+    def __call__(self, codes: Codes, scales: Matrix) -> shortlist_module.Shortlisted:
         self.fitting.set()
         assert self.go_on.wait(5)
-        return self._fitted(codes, scales)
+        return self._shortlisted(codes, scales)
 
 
 def _settled(vectors: PassageVectors) -> None:
@@ -264,7 +263,7 @@ def test_a_snapshot_past_the_threshold_holds_its_shortlist_and_a_new_process_tak
     found = _stored_shortlist(file)
     assert found is not None and _same_shortlist(found, *_snapshot_rows(file))
     store.put_vectors("m", hashes[44:], rows[44:])  # after the snapshot
-    monkeypatch.setattr(vectors_module, "fitted", None)  # a fit would fail
+    monkeypatch.setattr(vectors_module, "shortlisted", None)  # a fit would fail
     vectors = PassageVectors("m", _DIMS)
     assert vectors.refresh(store) == 45
     assert vectors._fit_thread is None

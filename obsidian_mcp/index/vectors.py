@@ -28,7 +28,7 @@ from obsidian_mcp.index.bulk import collector_paused
 from obsidian_mcp.index.coding import Codes
 from obsidian_mcp.index.embedder import Embedder, Matrix
 from obsidian_mcp.index.recipe import TextRole
-from obsidian_mcp.index.shortlist import SHORTLIST_SIZE, Projection, fitted
+from obsidian_mcp.index.shortlist import SHORTLIST_SIZE, Projection, Shortlisted, shortlisted
 from obsidian_mcp.index.store import IndexStore
 
 logger = logging.getLogger(__name__)
@@ -164,29 +164,28 @@ class PassageVectors:
                     return True
                 fitted_rows, layout = len(self._hashes), self._layout
                 codes, scales = self._codes[:fitted_rows], self._scales[:fitted_rows]
-                room = len(self._scales)
             if not fitted_rows:
                 return False
-            projection = fitted(codes, scales)
-            short_codes = np.zeros((room, projection.basis.shape[1]), dtype=np.int8)
-            short_scales = np.zeros(room, dtype=np.float32)
-            projection.project(codes, scales, short_codes, short_scales)
+            found = shortlisted(codes, scales)
             with self._lock:
                 if self._layout != layout:
                     return False
-                if len(self._scales) != room:  # the matrix grew meanwhile
-                    short_codes = _regrown(short_codes, len(self._scales), fitted_rows)
-                    short_scales = _regrown(short_scales, len(self._scales), fitted_rows)
-                held = len(self._hashes)
-                projection.project(
-                    self._codes[fitted_rows:held],
-                    self._scales[fitted_rows:held],
-                    short_codes[fitted_rows:held],
-                    short_scales[fitted_rows:held],
-                )
-                self._projection = projection
-                self._short_codes, self._short_scales = short_codes, short_scales
+                self._put_shortlist(found)
                 return True
+
+    def _put_shortlist(self, found: Shortlisted) -> None:
+        """Put in place a shortlist found from the first rows held (the rows stored since
+        are projected now), in the room `_codes` has. Under `_lock`, or before any ranking."""
+        done, held, room = len(found.codes), len(self._hashes), len(self._scales)
+        self._short_codes = _regrown(found.codes, room, done)
+        self._short_scales = _regrown(found.scales, room, done)
+        found.projection.project(
+            self._codes[done:held],
+            self._scales[done:held],
+            self._short_codes[done:held],
+            self._short_scales[done:held],
+        )
+        self._projection = found.projection
 
     def _take_snapshot(self, store: IndexStore) -> int:
         """Room for every stored row at once, then the rows of the model's snapshot, if it
@@ -203,12 +202,8 @@ class PassageVectors:
         taken = self._take_in(
             snapshot.hashes, snapshot.codes, snapshot.scales, known_possible=False
         )
-        if snapshot.shortlisted is not None:
-            # Its rows are the snapshot's, now the first held: in the same places.
-            room, held = len(self._scales), len(self._hashes)
-            self._short_codes = _regrown(snapshot.shortlisted.codes, room, held)
-            self._short_scales = _regrown(snapshot.shortlisted.scales, room, held)
-            self._projection = snapshot.shortlisted.projection
+        if snapshot.shortlisted is not None:  # its rows are the snapshot's, the first held
+            self._put_shortlist(snapshot.shortlisted)
         return taken
 
     def _reserve(self, rows: int) -> None:
@@ -264,8 +259,8 @@ class PassageVectors:
                 self._hashes = hashes
                 self._codes, self._scales = self._codes[kept], self._scales[kept]
                 if self._projection is not None:
-                    short_codes, short_scales = self._short_codes[kept], self._short_scales[kept]
-                    self._short_codes, self._short_scales = short_codes, short_scales
+                    self._short_codes = self._short_codes[kept]
+                    self._short_scales = self._short_scales[kept]
                 self._layout += 1
             return dropped
 
