@@ -47,9 +47,19 @@ from obsidian_mcp.index.vectors import (
     EmbeddingBuilder,
 )
 from obsidian_mcp.opening import model_loader, open_retriever
+from obsidian_mcp.retrieval import candidates as candidates_module
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval import links as links_module
-from obsidian_mcp.retrieval.candidates import INLINE_TEXTS, CandidateSources, query_terms
+from obsidian_mcp.retrieval import search as search_module
+from obsidian_mcp.retrieval.candidates import (
+    INLINE_TEXTS,
+    ON_DEMAND_FIRST_PACE,
+    ON_DEMAND_LEAST,
+    CandidateSources,
+    OnDemandPace,
+    query_terms,
+)
+from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.links import LinkGraph
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.search import ACTIVE_SECONDS, Retriever
@@ -1190,7 +1200,9 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
     """A vault too big to wait for: the build has not got to the notes a question's words
     find (here it never starts), so the question embeds its best keyword passages' first
     texts itself and ranks them by meaning too; with on-demand embedding off it has
-    keywords alone."""
+    keywords alone. (A question with time enough for all of them: a slow machine's model
+    load must not make it a late one.)"""
+    monkeypatch.setattr(search_module, "ON_DEMAND_ENDS_BY_SECONDS", 600.0)
     retriever, _ = retriever_on(
         ledger_vault(tmp_path / "vault", paragraphs=4),
         tmp_path,
@@ -1214,6 +1226,89 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
     else:
         assert "local passage index" not in first_line(text)
         assert len(vectors) == 0
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_question_already_late_embeds_only_its_best_few_keyword_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question whose other stages took its time (the first, waiting for the read)
+    embeds on demand only the first texts of its ON_DEMAND_LEAST best keyword passages
+    that lack vectors, the best first, not all `index_on_demand_passages` of them."""
+    monkeypatch.setattr(search_module, "ON_DEMAND_ENDS_BY_SECONDS", 0.0)
+    retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path)
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    corpus = retriever.corpus
+    await corpus.sync(read_all=True)
+    query = "harbour ledger number 123"
+    scores = corpus.scores(query_terms(query))
+    best = sorted(scores, key=lambda c: -scores[c])[:30]
+    firsts = list(dict.fromkeys(corpus.chunk(c).text_hashes[0] for c in best))
+    assert len(firsts) > ON_DEMAND_LEAST
+    text = await answer(retriever, query)
+    assert "Note 12.md" in first_group(text)
+    vectors = await retriever.passage_vectors()
+    assert vectors is not None
+    assert len(vectors) == ON_DEMAND_LEAST
+    assert not vectors.lacking(firsts[:ON_DEMAND_LEAST])
+    retriever.close()
+
+
+def test_the_on_demand_pace_follows_the_last_embeddings() -> None:
+    """The pace a question's on-demand share is cut to: the assumed one at first, then
+    each embedding timed weighs half."""
+    pace = OnDemandPace()
+    assert pace.texts_within(0.4) == int(ON_DEMAND_FIRST_PACE * 0.4)
+    pace.took(10, 1.0)  # a slow one: 10 a second
+    assert pace.texts_within(1.0) == int((ON_DEMAND_FIRST_PACE + 10) / 2)
+    pace.took(10, 1.0)
+    assert pace.texts_within(1.0) == int(((ON_DEMAND_FIRST_PACE + 10) / 2 + 10) / 2)
+    assert pace.texts_within(-1.0) == 0  # past its time
+
+
+@pytest.mark.anyio
+async def test_while_the_read_goes_on_the_meaning_progress_is_counted_at_most_so_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a first build reads, a question's progress is the last count when that is
+    younger than READING_PROGRESS_SECONDS (counting walked every read note's texts on the
+    event loop); counted again once older, and as soon as the read has ended."""
+    retriever, folder = retriever_on(ledger_vault(tmp_path / "vault"), tmp_path)
+    assert retriever.builder is not None
+    monkeypatch.setattr(retriever.builder, "start", lambda: None)
+    gate = anyio.Event()
+    read = folder.read_note
+
+    async def held(path: str) -> NoteData:
+        if path.startswith("Note 3"):  # Note 3 and 30-39 wait; a batch of the rest is in
+            await gate.wait()
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", held)
+    corpus, sources = retriever.corpus, retriever.candidates
+    vectors = await sources.passage_vectors()
+    assert vectors is not None
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        with anyio.fail_after(30):
+            while corpus.note_count < corpus_module._STORE_BATCH:
+                await anyio.sleep(0.01)
+        assert corpus.unread
+        counted = sources.meaning_progress(vectors)
+        await sources._embed_now(vectors, sorted(corpus.text_hashes)[:3])
+        assert sources.meaning_progress(vectors) is counted  # younger than the period
+        monkeypatch.setattr(candidates_module, "READING_PROGRESS_SECONDS", 0.0)
+        assert sources.meaning_progress(vectors).embedded_passages == 3
+        monkeypatch.setattr(candidates_module, "READING_PROGRESS_SECONDS", 600.0)
+        gate.set()
+        with anyio.fail_after(30):
+            while corpus.unread:
+                await anyio.sleep(0.01)
+        background.cancel_scope.cancel()
+    after = sources.meaning_progress(vectors)
+    assert (after.notes, after.embedded_passages) == (40, 3)
     retriever.close()
 
 
@@ -1320,6 +1415,74 @@ async def test_a_first_question_does_not_wait_for_a_read_whose_first_notes_are_s
         background.cancel_scope.cancel()
     assert "notes read: 0 of 40" in found.source_note, found.source_note
     assert waited < 1.5, waited  # not the 2 s wait
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_first_question_does_not_wait_for_a_read_too_big_for_its_wait_at_any_pace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a read's own pace is known, it is taken to go at most
+    `_READ_NOTES_PER_SECOND_AT_MOST`: a read longer than the wait at that rate is not
+    waited for at all (10 a second here: 40 notes take over the 2 s). Without it the
+    question waits out the read (here its pace is believed only after a minute). The
+    warm-up holds the read's lock a while before its read begins (as a new server's did
+    when its first question came): the question looks again once the read has begun, not
+    after `_PACE_SECONDS`."""
+    monkeypatch.setattr(corpus_module, "_PACE_SECONDS", 60.0)
+    monkeypatch.setattr(corpus_module, "_READ_NOTES_PER_SECOND_AT_MOST", 10)
+    retriever, _ = slow_retriever(tmp_path, read_wait=2.0)
+    read_many = retriever.corpus._read_many
+
+    async def begun_late(paths: list[str], progress: ProgressCallback | None) -> None:
+        await anyio.sleep(0.3)
+        await read_many(paths, progress)
+
+    monkeypatch.setattr(retriever.corpus, "_read_many", begun_late)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        started = anyio.current_time()
+        found = await retriever.semantic_query("harbour ledger", limit=3)
+        waited = anyio.current_time() - started
+        background.cancel_scope.cancel()
+    assert "notes read: 0 of 40" in found.source_note, found.source_note
+    assert waited < 1.0, waited  # not the 1.8 s to the read's end
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_a_first_build_reads_with_a_few_tasks_not_one_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build's read runs `_READ_CONCURRENCY` readers that take the notes in turn:
+    a task a note held the event loop while they were started (0.3 s at 10,000 notes, of a
+    new server's first question). Here every note's read waits: 40 notes, 16 readers."""
+    retriever, folder = retriever_on(ledger_vault(tmp_path / "vault"), tmp_path)
+    gate = anyio.Event()
+    reading: set[str] = set()
+    read = folder.read_note
+
+    async def held(path: str) -> NoteData:
+        reading.add(path)
+        await gate.wait()
+        return await read(path)
+
+    monkeypatch.setattr(folder, "read_note", held)
+    corpus = retriever.corpus
+    tasks_before = len(anyio.get_running_tasks())
+    async with anyio.create_task_group() as background:
+        background.start_soon(partial(corpus.sync, read_all=True))
+        with anyio.fail_after(30):
+            while len(reading) < corpus_module._READ_CONCURRENCY:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.05)  # any further task would have started by now
+        tasks_reading = len(anyio.get_running_tasks()) - tasks_before
+        assert len(reading) == corpus_module._READ_CONCURRENCY
+        gate.set()
+    # The readers and the task that started them; a task a note would be 40 and more.
+    assert tasks_reading <= corpus_module._READ_CONCURRENCY + 1, tasks_reading
+    assert corpus.note_count == 40 and not corpus.unread
     retriever.close()
 
 

@@ -12,13 +12,14 @@ What comes out is plain data (`Candidates`); fusion (`fusion.fuse`) orders it.
 import logging
 import math
 import sqlite3
+import time
 from collections.abc import Callable, Collection, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import anyio.to_thread
 
-from obsidian_mcp.index.embedder import Embedder, Matrix, embed_side_by_side
+from obsidian_mcp.index.embedder import SHARE_MIN_TEXTS, Embedder, Matrix, embed_side_by_side
 from obsidian_mcp.index.recipe import TextRole
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.retrieval.corpus import Chunk, Corpus, NoteRecord, ProgressCallback
@@ -59,6 +60,26 @@ INLINE_TEXTS = 16
 WAIT_BATCH = 32
 # How often a waiting query looks at the build's progress.
 _MEANING_POLL_SECONDS = 0.25
+# While a first build reads the notes, a question's count of what has vectors is taken
+# from the last count this recent, not made again: each count walked the texts of every
+# note read, which the read's thread keeps from the event loop: 0.02-0.27 s of a question
+# in the first minute at 10,000 notes (python -m bench.speed.first_day, traced). The
+# count is only shown ("meaning index: N of M notes"), and it lags this much at most.
+READING_PROGRESS_SECONDS = 5.0
+# A question during a build embeds on demand (`with_embedded`) only as many passages as
+# its last on-demand embeddings' pace says will be done by this many seconds after it
+# began. In the first minute at 10,000 notes a question's other stages took up to 0.7 s
+# (reading ahead its rare words' notes 0.25-0.48 s, counting progress up to 0.27 s, the
+# answer after about 0.1 s) and embedding 30 passages 0.47-0.64 s, so 1 in 300 calls took
+# over a second (python -m bench.speed.first_day, traced).
+ON_DEMAND_ENDS_BY_SECONDS = 0.75
+# Passages embedded on demand however late the question is: two shares of the model's
+# side-by-side run (`embed_side_by_side`), so a question late for its own reasons (the
+# first, waiting for the read) still ranks its best keyword finds by meaning.
+ON_DEMAND_LEAST = 2 * SHARE_MIN_TEXTS
+# The pace assumed before a question has embedded any: 30 windows took 0.36 s on 2 cores
+# alone, 0.40 s beside a build's thread (python -m bench.speed.embedding --on-demand).
+ON_DEMAND_FIRST_PACE = 75.0
 # Vectors of texts no passage has any more are dropped once they are this share of the
 # texts held. Each edit leaves its old texts' vectors behind: the 30-minute soak (an edit
 # every 3 s) grew the server by 19 MB after its first build. Dropping costs one scan of the
@@ -127,6 +148,22 @@ class MeaningProgress:
         return f"meaning index: {self.embedded_notes:,} of {self.notes:,} notes"
 
 
+class OnDemandPace:
+    """How many texts a second the last on-demand embeddings went, wall time from reading
+    their texts to taking in their vectors: each new one weighs half, as the build's read
+    and the machine's load come and go. Before the first, ON_DEMAND_FIRST_PACE."""
+
+    def __init__(self) -> None:
+        self._texts_per_second = ON_DEMAND_FIRST_PACE
+
+    def took(self, texts: int, seconds: float) -> None:
+        rate = texts / max(seconds, 1e-3)
+        self._texts_per_second = (self._texts_per_second + rate) / 2
+
+    def texts_within(self, seconds: float) -> int:
+        return max(0, math.floor(self._texts_per_second * seconds))
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """Each source's ranking of passages (ids, best first, within the folder), and what the
@@ -166,9 +203,12 @@ class CandidateSources:
         self.embedder = embedder
         self.builder = builder
         self.vectors: PassageVectors | None = None
-        # The last progress count, by (corpus generation, vectors held): counting walks
-        # every passage of the vault, and between changes every query would repeat it.
-        self._progress: tuple[tuple[int, int, int], MeaningProgress] | None = None
+        # The last progress count, by (corpus generation, notes listed, vectors held), and
+        # when it was made (monotonic): counting walks every passage of the vault, and
+        # between changes every query would repeat it.
+        self._progress: tuple[tuple[int, int, int], MeaningProgress, float] | None = None
+        # Texts a second of the last on-demand embeddings (`with_embedded`), storing included.
+        self._on_demand_pace = OnDemandPace()
 
     async def passage_vectors(self) -> PassageVectors | None:
         """The stored passage vectors, brought up to date with the index file (this process's
@@ -186,7 +226,14 @@ class CandidateSources:
         # bumps its generation on every change.
         key = (self.corpus.generation, self.corpus.listed, len(vectors))
         last = self._progress
-        if last is not None and last[0] == key:
+        if last is not None and (
+            last[0] == key
+            or (
+                self.corpus.unread
+                and not last[1].complete
+                and time.monotonic() - last[2] < READING_PROGRESS_SECONDS
+            )
+        ):
             return last[1]
         # The texts without a vector: of those lacking last time when the notes are the same
         # (a build's progress, an edit's texts embedded), else of every text, in one pass;
@@ -221,7 +268,7 @@ class CandidateSources:
             passages + unread,
             lacking,
         )
-        self._progress = (key, progress)
+        self._progress = (key, progress, time.monotonic())
         return progress
 
     async def _drop_stale_vectors(self, vectors: PassageVectors) -> None:
@@ -372,17 +419,32 @@ class CandidateSources:
         )
 
     async def with_embedded(
-        self, dense: DenseRanking, prefix: str, chunk_ids: Sequence[int]
+        self,
+        dense: DenseRanking,
+        prefix: str,
+        chunk_ids: Sequence[int],
+        *,
+        until: float | None = None,
     ) -> DenseRanking:
-        """The dense ranking again, after the first texts of these passages that lacked
-        vectors are embedded now (`_embed_now`); the query keeps the vector it had. A
-        passage is found by meaning once any of its texts has a vector, as the build's
-        first pass has it: all the texts of 30 passages (2.4 a passage) took 1.3 s of a
-        question beside a first build's reading, the first ones 0.5 s."""
+        """The dense ranking again, after the first texts of these passages (best first)
+        that lacked vectors are embedded now (`_embed_now`); the query keeps the vector it
+        had. A passage is found by meaning once any of its texts has a vector, as the
+        build's first pass has it: all the texts of 30 passages (2.4 a passage) took 1.3 s
+        of a question beside a first build's reading, the first ones 0.5 s. With `until`
+        (anyio's clock), only the best that the last ones' pace says are done by then, and
+        at least ON_DEMAND_LEAST."""
         vectors = self.vectors
         if vectors is None:
             return dense
-        await self._embed_now(vectors, {self.corpus.chunk(c).text_hashes[0] for c in chunk_ids})
+        firsts = [self.corpus.chunk(c).text_hashes[0] for c in chunk_ids]
+        lacking = vectors.lacking(firsts)
+        wanted = [digest for digest in dict.fromkeys(firsts) if digest in lacking]
+        if until is not None:
+            fit = self._on_demand_pace.texts_within(until - anyio.current_time())
+            wanted = wanted[: max(fit, ON_DEMAND_LEAST)]
+        began = anyio.current_time()
+        if wanted and await self._embed_now(vectors, wanted):
+            self._on_demand_pace.took(len(wanted), anyio.current_time() - began)
         # The progress stays the one the ranking had: a note counts once all its texts have
         # vectors, which first texts seldom complete, and counting again beside a first
         # build's read (its notes changed since) took 65 ms, 130 at p90 (10,000 notes).
@@ -491,6 +553,7 @@ class CandidateSources:
         read_wait: float = 0.0,
         meaning_wait: float = 0.0,
         on_demand: int = 0,
+        on_demand_by: float | None = None,
         report: ProgressCallback | None = None,
     ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
@@ -498,7 +561,8 @@ class CandidateSources:
         while a first build still reads them, are waited for at most `read_wait` seconds;
         the meaning index for `meaning_wait` when what is left fits (`_wait_for_meaning`);
         while it is incomplete and no semantic source answered, the best `on_demand`
-        keyword passages are embedded now (`_embed_now`)."""
+        keyword passages are embedded now, as many as are done by `on_demand_by` (anyio's
+        clock; `with_embedded`) if given."""
         wanted = query_terms(query)
         keyword = self.corpus.scores(wanted) if stages.keyword else {}
         if prefix:  # the whole vault needs no look at each passage's path (6 ms a question)
@@ -534,7 +598,9 @@ class CandidateSources:
             # semantic source gave any): they are embedded now, and ranked again. A cold
             # ledgerline's first minute: 49% -> 69% (70% built) at 30 passages, 64% at 15,
             # 62% at 10 (python -m bench.retrieval.quality); about half a second a question.
-            dense = await self.with_embedded(dense, prefix, keyword_ranking[:on_demand])
+            dense = await self.with_embedded(
+                dense, prefix, keyword_ranking[:on_demand], until=on_demand_by
+            )
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix
         )

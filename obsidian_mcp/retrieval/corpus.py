@@ -69,6 +69,16 @@ _WAITING_PROGRESS_SECONDS = 0.5
 # How long a read runs before its pace is believed (`_read_may_end_by`): the first notes
 # of a folder come from the page cache or not, and a REST API warms its connections.
 _PACE_SECONDS = 0.25
+# The fastest any read is taken to go before its own pace is known: every note is cut on
+# one thread (`Corpus._cutting`), 2.5 ms a note here (about 400 a second through the
+# folder), so a machine five times as fast reads 2,000. A read of more notes than that
+# rate gets through by a question's deadline is not waited for at all: a first question
+# beside the first build of 10,000 notes waited 0.45-0.57 s for the read, of its 1.0-1.1
+# s, a `_PACE_SECONDS` of it for the pace to tell (python -m bench.speed.first_day, traced).
+_READ_NOTES_PER_SECOND_AT_MOST = 2000
+# How often a bounded wait looks again while the task that holds the reading lock has not
+# begun to read (`_take_reading`).
+_READ_STARTING_SECONDS = 0.02
 # Notes written to the index in one transaction on a cold build: one commit per note would
 # cost more than the parsing, and a call's own write (a read-ahead, a passage embedded on
 # demand) waits for the batch in hand. At 10,000 generated notes, alone, storing took the
@@ -992,29 +1002,42 @@ class Corpus:
         if not self._reading.locked():
             await self._reading.acquire()
             return False
-        # A bounded wait looks at the pace as soon as it can be told.
-        interval = _WAITING_PROGRESS_SECONDS if waiting is None else _PACE_SECONDS
         while True:
             if waiting is not None and not self._read_may_end_by(waiting.deadline):
                 waiting.cancel()
-            await self._report_read(progress)
+            # A bounded wait looks at the pace as soon as it can be told: soon again while
+            # the task holding the lock has not begun its read (the first question beside
+            # a new server's warm-up waited out one `_PACE_SECONDS` so), reporting nothing.
+            starting = waiting is not None and self._read_under_way is None
+            if not starting:
+                await self._report_read(progress)
+            interval = (
+                _READ_STARTING_SECONDS
+                if starting
+                else _WAITING_PROGRESS_SECONDS
+                if waiting is None
+                else _PACE_SECONDS
+            )
             with anyio.move_on_after(interval):
                 await self._reading.acquire()
                 return True
 
     def _read_may_end_by(self, deadline: float) -> bool:
         """Whether the read under way may end by `deadline` (`anyio.current_time()`), at
-        its pace so far if the notes under way ended now; True until it has run
-        `_PACE_SECONDS`. A new process's first notes come slowly (beside the model's
-        load): the first build of 10,000 notes had stored none after a second, and a
-        question that waited for a first note waited that second."""
+        its pace so far if the notes under way ended now; until it has run
+        `_PACE_SECONDS`, at `_READ_NOTES_PER_SECOND_AT_MOST`. A new process's first notes
+        come slowly (beside the model's load): the first build of 10,000 notes had stored
+        none after a second, and a question that waited for a first note waited that
+        second."""
         read = self._read_under_way
         now = anyio.current_time()
-        if read is None or now - read.began < _PACE_SECONDS:
+        if read is None:
             return True
         at_best = read.done + _READ_CONCURRENCY
         if at_best >= read.total:
             return True
+        if now - read.began < _PACE_SECONDS:
+            return now + (read.total - at_best) / _READ_NOTES_PER_SECOND_AT_MOST <= deadline
         return now + (read.total - at_best) * (now - read.began) / at_best <= deadline
 
     async def _report_read(self, progress: ProgressCallback | None) -> None:
@@ -1031,7 +1054,6 @@ class Corpus:
         total = len(paths)
         step = max(1, total // _PROGRESS_STEPS)
         done = 0
-        limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
         pending: list[tuple[NoteRow, ParsedNote, FileStat]] = []
         if progress is not None:
             await progress(0, total, f"indexing {total} notes")
@@ -1054,13 +1076,12 @@ class Corpus:
 
         async def read_one(path: str) -> None:
             nonlocal done
-            async with limiter:
-                while self._ahead_done is not None:  # a question's read-ahead goes first
-                    await self._ahead_done.wait()
-                while len(pending) >= _STORE_BATCH:
-                    await taken.wait()
-                # A search may have read it meanwhile (`read_unread_holding`).
-                read = None if path in self._notes else await self._read(path)
+            while self._ahead_done is not None:  # a question's read-ahead goes first
+                await self._ahead_done.wait()
+            while len(pending) >= _STORE_BATCH:
+                await taken.wait()
+            # A search may have read it meanwhile (`read_unread_holding`).
+            read = None if path in self._notes else await self._read(path)
             if read is not None:
                 pending.append(read)
             done += 1
@@ -1070,11 +1091,19 @@ class Corpus:
             if progress is not None and (done % step == 0 or done == total):
                 await progress(done, total, f"indexed {done} of {total} notes")
 
+        # _READ_CONCURRENCY readers take the paths in turn: a task a note held the event
+        # loop while 10,000 were started, 0.3 s of a new server's first question.
+        paths_left = iter(paths)
+
+        async def read_in_turn() -> None:
+            for path in paths_left:
+                await read_one(path)
+
         under_way = self._read_under_way = _ReadUnderWay(anyio.current_time(), 0, total)
         try:
             async with anyio.create_task_group() as group:
-                for path in paths:
-                    group.start_soon(read_one, path)
+                for _ in range(min(_READ_CONCURRENCY, total)):
+                    group.start_soon(read_in_turn)
         finally:
             self._read_under_way = None
             # Notes read by a call that stopped waiting are kept, not read again.

@@ -34,6 +34,7 @@ from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.candidates import (
+    ON_DEMAND_ENDS_BY_SECONDS,
     CandidateSources,
     note_passage_scores,
     query_terms,
@@ -418,6 +419,7 @@ class Retriever:
     ) -> RankedPassages:
         """Stages 1 and 2: the candidates of every source, fused into one order."""
         _, prefix = folder_prefix(folder)
+        began = anyio.current_time()
         corpus = self.corpus
         wait = self.settings.index_read_wait_seconds
         if self._waited_for_reading and corpus.reading:
@@ -439,6 +441,7 @@ class Retriever:
             read_wait=max(0.0, deadline - anyio.current_time()),
             meaning_wait=meaning_wait,
             on_demand=self.settings.index_on_demand_passages,
+            on_demand_by=began + ON_DEMAND_ENDS_BY_SECONDS,
             report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
