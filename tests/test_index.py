@@ -50,7 +50,6 @@ from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import candidates as candidates_module
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval import links as links_module
-from obsidian_mcp.retrieval import search as search_module
 from obsidian_mcp.retrieval.candidates import (
     INLINE_TEXTS,
     ON_DEMAND_FIRST_PACE,
@@ -1202,7 +1201,7 @@ async def test_a_query_before_the_build_reaches_its_notes_embeds_its_keyword_can
     texts itself and ranks them by meaning too; with on-demand embedding off it has
     keywords alone. (A question with time enough for all of them: a slow machine's model
     load must not make it a late one.)"""
-    monkeypatch.setattr(search_module, "ON_DEMAND_ENDS_BY_SECONDS", 600.0)
+    monkeypatch.setattr(candidates_module, "ON_DEMAND_ENDS_BY_SECONDS", 600.0)
     retriever, _ = retriever_on(
         ledger_vault(tmp_path / "vault", paragraphs=4),
         tmp_path,
@@ -1236,7 +1235,7 @@ async def test_a_question_already_late_embeds_only_its_best_few_keyword_candidat
     """A question whose other stages took its time (the first, waiting for the read)
     embeds on demand only the first texts of its ON_DEMAND_LEAST best keyword passages
     that lack vectors, the best first, not all `index_on_demand_passages` of them."""
-    monkeypatch.setattr(search_module, "ON_DEMAND_ENDS_BY_SECONDS", 0.0)
+    monkeypatch.setattr(candidates_module, "ON_DEMAND_ENDS_BY_SECONDS", 0.0)
     retriever, _ = retriever_on(ledger_vault(tmp_path / "vault", paragraphs=4), tmp_path)
     assert retriever.builder is not None
     monkeypatch.setattr(retriever.builder, "start", lambda: None)

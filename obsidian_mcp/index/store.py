@@ -405,6 +405,15 @@ def _write_vector_snapshot(db: sqlite3.Connection, model: str) -> int:
     return count
 
 
+def _coded_rows(codes: bytes, scales: bytes) -> tuple[Codes, Matrix] | None:
+    """A vector snapshot's codes and scales as arrays, a scale a row; None when they do not
+    fit together (a damaged row)."""
+    scale_array = np.frombuffer(scales, dtype=np.float32)
+    if not len(scale_array) or len(codes) % len(scale_array):
+        return None
+    return np.frombuffer(codes, dtype=np.int8).reshape(len(scale_array), -1), scale_array
+
+
 def _put_snapshot_shortlist(
     db: sqlite3.Connection, model: str, through_seq: int, codes: Codes, scales: Matrix
 ) -> None:
@@ -1436,11 +1445,11 @@ class IndexStore:
             return None
         through_seq, hashes, codes, scales, *short = row
         digests = [sys.intern(digest) for digest in hashes.decode("utf-8").split("\n")]
-        scale_array = np.frombuffer(scales, dtype=np.float32)
-        if len(scale_array) != len(digests) or len(codes) % len(digests):
+        coded = _coded_rows(codes, scales)
+        if coded is None or len(coded[1]) != len(digests):
             logger.warning("passage index %s: a vector snapshot of %s is damaged", self.path, model)
             return None
-        code_array = np.frombuffer(codes, dtype=np.int8).reshape(len(digests), -1)
+        code_array, scale_array = coded
         found = _snapshot_shortlist(code_array.shape[1], len(digests), *short)
         if found is None and short[0] is not None:
             logger.warning(
@@ -1461,10 +1470,10 @@ class IndexStore:
             (shortlist.SHORTLIST_FROM_ROWS,),
         ).fetchall()
         for model, through_seq, codes, scales in rows:
-            scale_array = np.frombuffer(scales, dtype=np.float32)
-            if len(codes) % len(scale_array):
+            coded = _coded_rows(codes, scales)
+            if coded is None:
                 continue  # damaged: `vector_snapshot` says so
-            code_array = np.frombuffer(codes, dtype=np.int8).reshape(len(scale_array), -1)
+            code_array, scale_array = coded
             try:
                 with self._write(db, locked=False):
                     _put_snapshot_shortlist(db, model, through_seq, code_array, scale_array)

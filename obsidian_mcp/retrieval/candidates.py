@@ -67,8 +67,8 @@ _MEANING_POLL_SECONDS = 0.25
 # count is only shown ("meaning index: N of M notes"), and it lags this much at most.
 READING_PROGRESS_SECONDS = 5.0
 # A question during a build embeds on demand (`with_embedded`) only as many passages as
-# its last on-demand embeddings' pace says will be done by this many seconds after it
-# began. In the first minute at 10,000 notes a question's other stages took up to 0.7 s
+# its last on-demand embeddings' pace says will be done by this many seconds after it was
+# asked. In the first minute at 10,000 notes a question's other stages took up to 0.7 s
 # (reading ahead its rare words' notes 0.25-0.48 s, counting progress up to 0.27 s, the
 # answer after about 0.1 s) and embedding 30 passages 0.47-0.64 s, so 1 in 300 calls took
 # over a second (python -m bench.speed.first_day, traced).
@@ -553,7 +553,7 @@ class CandidateSources:
         read_wait: float = 0.0,
         meaning_wait: float = 0.0,
         on_demand: int = 0,
-        on_demand_by: float | None = None,
+        asked_at: float | None = None,
         report: ProgressCallback | None = None,
     ) -> Candidates:
         """Every source's ranking for the query, within the folder `prefix` ('' or 'a/b/');
@@ -561,8 +561,9 @@ class CandidateSources:
         while a first build still reads them, are waited for at most `read_wait` seconds;
         the meaning index for `meaning_wait` when what is left fits (`_wait_for_meaning`);
         while it is incomplete and no semantic source answered, the best `on_demand`
-        keyword passages are embedded now, as many as are done by `on_demand_by` (anyio's
-        clock; `with_embedded`) if given."""
+        keyword passages are embedded now; given when the question was asked (`asked_at`,
+        anyio's clock), as many as are done ON_DEMAND_ENDS_BY_SECONDS after it
+        (`with_embedded`)."""
         wanted = query_terms(query)
         keyword = self.corpus.scores(wanted) if stages.keyword else {}
         if prefix:  # the whole vault needs no look at each passage's path (6 ms a question)
@@ -598,8 +599,9 @@ class CandidateSources:
             # semantic source gave any): they are embedded now, and ranked again. A cold
             # ledgerline's first minute: 49% -> 69% (70% built) at 30 passages, 64% at 15,
             # 62% at 10 (python -m bench.retrieval.quality); about half a second a question.
+            until = None if asked_at is None else asked_at + ON_DEMAND_ENDS_BY_SECONDS
             dense = await self.with_embedded(
-                dense, prefix, keyword_ranking[:on_demand], until=on_demand_by
+                dense, prefix, keyword_ranking[:on_demand], until=until
             )
         semantic_ranking, whole_blocks = self._semantic_ranking(
             answer, self._picker(wanted, dense), prefix

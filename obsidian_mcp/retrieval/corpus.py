@@ -1008,16 +1008,11 @@ class Corpus:
             # A bounded wait looks at the pace as soon as it can be told: soon again while
             # the task holding the lock has not begun its read (the first question beside
             # a new server's warm-up waited out one `_PACE_SECONDS` so), reporting nothing.
-            starting = waiting is not None and self._read_under_way is None
-            if not starting:
+            if waiting is not None and self._read_under_way is None:
+                interval = _READ_STARTING_SECONDS
+            else:
                 await self._report_read(progress)
-            interval = (
-                _READ_STARTING_SECONDS
-                if starting
-                else _WAITING_PROGRESS_SECONDS
-                if waiting is None
-                else _PACE_SECONDS
-            )
+                interval = _WAITING_PROGRESS_SECONDS if waiting is None else _PACE_SECONDS
             with anyio.move_on_after(interval):
                 await self._reading.acquire()
                 return True

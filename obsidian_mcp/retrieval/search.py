@@ -34,7 +34,6 @@ from obsidian_mcp.index.store import IndexStore
 from obsidian_mcp.index.vectors import EmbedderSlot, EmbeddingBuilder, PassageVectors
 from obsidian_mcp.paths import normalize_vault_path
 from obsidian_mcp.retrieval.candidates import (
-    ON_DEMAND_ENDS_BY_SECONDS,
     CandidateSources,
     note_passage_scores,
     query_terms,
@@ -426,7 +425,7 @@ class Retriever:
             wait = 0.0
         # One wait for what a first build still reads: the notes, then Smart Connections'
         # files in what is left of it.
-        deadline = anyio.current_time() + wait
+        deadline = began + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
         if corpus.may_lack_notes:
             with anyio.move_on_after(_READ_FIRST_SECONDS):
@@ -441,7 +440,7 @@ class Retriever:
             read_wait=max(0.0, deadline - anyio.current_time()),
             meaning_wait=meaning_wait,
             on_demand=self.settings.index_on_demand_passages,
-            on_demand_by=began + ON_DEMAND_ENDS_BY_SECONDS,
+            asked_at=began,
             report=progress,
         )
         found = fuse(candidates, seats=self.stages.seats)
