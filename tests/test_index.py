@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -60,6 +60,7 @@ from obsidian_mcp.retrieval.candidates import (
 )
 from obsidian_mcp.retrieval.corpus import ProgressCallback
 from obsidian_mcp.retrieval.links import LinkGraph
+from obsidian_mcp.retrieval.packing import SearchResult
 from obsidian_mcp.retrieval.related import find_related
 from obsidian_mcp.retrieval.search import ACTIVE_SECONDS, Retriever
 from obsidian_mcp.retrieval.semantic import SemanticSources
@@ -104,6 +105,45 @@ class CountingFolder(FolderSource):
     async def read_note(self, path: str) -> NoteData:
         self.reads.append(path)
         return await super().read_note(path)
+
+
+class HeldReads:
+    """A folder's note reads, held until `gate` is set: those `held(path)` says, when the
+    read is asked for (every one by default). `waiting` names the reads held now."""
+
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        folder: FolderSource,
+        held: Callable[[str], bool] = lambda path: True,
+    ) -> None:
+        self.gate = anyio.Event()
+        self.waiting: set[str] = set()
+        read = folder.read_note
+
+        async def read_note(path: str) -> NoteData:
+            if held(path):
+                self.waiting.add(path)
+                await self.gate.wait()
+                self.waiting.discard(path)
+            return await read(path)
+
+        monkeypatch.setattr(folder, "read_note", read_note)
+
+
+async def asked_beside_the_warm_up(
+    retriever: Retriever, *, after: float = 0.05
+) -> tuple[SearchResult, float]:
+    """A new server's first question, `after` seconds into its warm-up (which is stopped
+    after it), and how long it took."""
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(after)
+        started = anyio.current_time()
+        found = await retriever.semantic_query("harbour ledger", limit=3)
+        waited = anyio.current_time() - started
+        background.cancel_scope.cancel()
+    return found, waited
 
 
 def small_vault(root: Path) -> Path:
@@ -1277,15 +1317,8 @@ async def test_while_the_read_goes_on_the_meaning_progress_is_counted_at_most_so
     retriever, folder = retriever_on(ledger_vault(tmp_path / "vault"), tmp_path)
     assert retriever.builder is not None
     monkeypatch.setattr(retriever.builder, "start", lambda: None)
-    gate = anyio.Event()
-    read = folder.read_note
-
-    async def held(path: str) -> NoteData:
-        if path.startswith("Note 3"):  # Note 3 and 30-39 wait; a batch of the rest is in
-            await gate.wait()
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", held)
+    # Note 3 and 30-39 wait; a batch of the rest is in.
+    held = HeldReads(monkeypatch, folder, lambda path: path.startswith("Note 3"))
     corpus, sources = retriever.corpus, retriever.candidates
     vectors = await sources.passage_vectors()
     assert vectors is not None
@@ -1301,7 +1334,7 @@ async def test_while_the_read_goes_on_the_meaning_progress_is_counted_at_most_so
         monkeypatch.setattr(candidates_module, "READING_PROGRESS_SECONDS", 0.0)
         assert sources.meaning_progress(vectors).embedded_passages == 3
         monkeypatch.setattr(candidates_module, "READING_PROGRESS_SECONDS", 600.0)
-        gate.set()
+        held.gate.set()
         with anyio.fail_after(30):
             while corpus.unread:
                 await anyio.sleep(0.01)
@@ -1375,13 +1408,7 @@ async def test_a_first_question_waits_for_the_read_only_while_its_pace_says_it_e
     40 notes, against a wait of 3 s, which the pace tells once the first notes are read."""
     monkeypatch.setattr("obsidian_mcp.retrieval.corpus._READ_CONCURRENCY", 4)
     retriever, _ = slow_retriever(tmp_path, read_wait=3.0)
-    async with anyio.create_task_group() as background:
-        background.start_soon(retriever.warm_up)
-        await anyio.sleep(0.6)  # the first 4 notes are read
-        started = anyio.current_time()
-        found = await retriever.semantic_query("harbour ledger", limit=3)
-        waited = anyio.current_time() - started
-        background.cancel_scope.cancel()
+    found, waited = await asked_beside_the_warm_up(retriever, after=0.6)  # 4 notes are read
     assert "notes read: " in found.source_note
     assert waited < 2.0, waited  # not the 3 s wait
     retriever.close()
@@ -1396,22 +1423,8 @@ async def test_a_first_question_does_not_wait_for_a_read_whose_first_notes_are_s
     model loads beside them): the first build of 10,000 notes had none after a second."""
     monkeypatch.setattr("obsidian_mcp.retrieval.corpus._READ_CONCURRENCY", 4)
     retriever, folder = slow_retriever(tmp_path, read_wait=2.0)
-    gate = anyio.Event()
-    read = folder.read_note
-
-    async def held(path: str) -> NoteData:
-        await gate.wait()
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", held)
-    async with anyio.create_task_group() as background:
-        background.start_soon(retriever.warm_up)
-        await anyio.sleep(0.05)
-        started = anyio.current_time()
-        found = await retriever.semantic_query("harbour ledger", limit=3)
-        waited = anyio.current_time() - started
-        gate.set()
-        background.cancel_scope.cancel()
+    HeldReads(monkeypatch, folder)
+    found, waited = await asked_beside_the_warm_up(retriever)
     assert "notes read: 0 of 40" in found.source_note, found.source_note
     assert waited < 1.5, waited  # not the 2 s wait
     retriever.close()
@@ -1438,13 +1451,7 @@ async def test_a_first_question_does_not_wait_for_a_read_too_big_for_its_wait_at
         await read_many(paths, progress)
 
     monkeypatch.setattr(retriever.corpus, "_read_many", begun_late)
-    async with anyio.create_task_group() as background:
-        background.start_soon(retriever.warm_up)
-        await anyio.sleep(0.05)
-        started = anyio.current_time()
-        found = await retriever.semantic_query("harbour ledger", limit=3)
-        waited = anyio.current_time() - started
-        background.cancel_scope.cancel()
+    found, waited = await asked_beside_the_warm_up(retriever)
     assert "notes read: 0 of 40" in found.source_note, found.source_note
     assert waited < 1.0, waited  # not the 1.8 s to the read's end
     retriever.close()
@@ -1458,27 +1465,18 @@ async def test_a_first_build_reads_with_a_few_tasks_not_one_a_note(
     a task a note held the event loop while they were started (0.3 s at 10,000 notes, of a
     new server's first question). Here every note's read waits: 40 notes, 16 readers."""
     retriever, folder = retriever_on(ledger_vault(tmp_path / "vault"), tmp_path)
-    gate = anyio.Event()
-    reading: set[str] = set()
-    read = folder.read_note
-
-    async def held(path: str) -> NoteData:
-        reading.add(path)
-        await gate.wait()
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", held)
+    held = HeldReads(monkeypatch, folder)
     corpus = retriever.corpus
     tasks_before = len(anyio.get_running_tasks())
     async with anyio.create_task_group() as background:
         background.start_soon(partial(corpus.sync, read_all=True))
         with anyio.fail_after(30):
-            while len(reading) < corpus_module._READ_CONCURRENCY:
+            while len(held.waiting) < corpus_module._READ_CONCURRENCY:
                 await anyio.sleep(0.01)
         await anyio.sleep(0.05)  # any further task would have started by now
         tasks_reading = len(anyio.get_running_tasks()) - tasks_before
-        assert len(reading) == corpus_module._READ_CONCURRENCY
-        gate.set()
+        assert len(held.waiting) == corpus_module._READ_CONCURRENCY
+        held.gate.set()
     # The readers and the task that started them; a task a note would be 40 and more.
     assert tasks_reading <= corpus_module._READ_CONCURRENCY + 1, tasks_reading
     assert corpus.note_count == 40 and not corpus.unread
@@ -1906,15 +1904,7 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
     monkeypatch.setattr(retriever.corpus, "sync", recorded_sync)
     # The notes past the first 16 are read once both questions are answered, however
     # slow or fast the machine.
-    gate = anyio.Event()
-    read = folder.read_note
-
-    async def gated_read(path: str) -> NoteData:
-        if len(folder.reads) >= 16:
-            await gate.wait()
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", gated_read)
+    held = HeldReads(monkeypatch, folder, lambda path: len(folder.reads) >= 16)
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         reported.append((done, total))
@@ -1929,7 +1919,7 @@ async def test_a_question_while_notes_are_read_answers_from_those_read_and_says_
         again = await retriever.semantic_query("harbour ledger", limit=3)
         assert again.source_note.startswith("notes read: ")
         assert waits == [0.5, 0.0]  # the next question does not wait again
-        gate.set()
+        held.gate.set()
     late = await retriever.semantic_query("harbour ledger", limit=3)
     assert "notes read" not in late.source_note
     assert sorted(folder.reads) == sorted(f"Note {n}.md" for n in range(40))  # each once
@@ -1952,15 +1942,12 @@ async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_r
     (tmp_path / "vault" / keeper).write_text(
         "# Keeper\n\nQuennell Ashgrove keeps the eastern light and its ledger.\n"
     )
-    gate = anyio.Event()
-    read = folder.read_note
-
-    async def gated_read(path: str) -> NoteData:
-        if not ASKING.get() and (path == keeper or len(folder.reads) >= 16):
-            await gate.wait()  # the first build's read, held back past the answer
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", gated_read)
+    # The first build's read, held back past the answer.
+    held = HeldReads(
+        monkeypatch,
+        folder,
+        lambda path: not ASKING.get() and (path == keeper or len(folder.reads) >= 16),
+    )
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)
@@ -1972,7 +1959,7 @@ async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_r
         assert "of 41, the rest is being read" in found.source_note
         assert found.groups and found.groups[0].context.path == keeper
         assert "notes read" in common.source_note
-        gate.set()
+        held.gate.set()
     # The rest once each; the build's read of the keeper's note was under way already.
     assert sorted(set(folder.reads)) == sorted([keeper, *(f"Note {n}.md" for n in range(40))])
     assert len(folder.reads) <= 42
@@ -2030,15 +2017,8 @@ async def test_an_exact_search_during_the_first_read_reads_what_may_match_and_mi
     retriever, folder = slow_retriever(tmp_path, read_wait=600)
     (tmp_path / "vault" / "Keeper.md").write_text("# Keeper\n\nQuennell Ashgrove keeps it.\n")
     (tmp_path / "vault" / "Quennell's Lamp.md").write_text("# Lamp\n\nAn oil lamp.\n")
-    gate = anyio.Event()
-    read = folder.read_note
-
-    async def gated_read(path: str) -> NoteData:
-        if not ASKING.get():
-            await gate.wait()  # the first build's read, held back past the answers
-        return await read(path)
-
-    monkeypatch.setattr(folder, "read_note", gated_read)
+    # The first build's read, held back past the answers.
+    held = HeldReads(monkeypatch, folder, lambda path: not ASKING.get())
 
     async def files(query: str) -> tuple[set[str], int]:
         """The files shown, and how many matched (a match by name alone shows no snippet)."""
@@ -2056,7 +2036,7 @@ async def test_an_exact_search_during_the_first_read_reads_what_may_match_and_mi
             (tmp_path / "vault" / "Late.md").write_text("# Late\n\nZephyrine came late.\n")
             assert await files("zephyrine") == ({"Late.md"}, 1)
         ASKING.set(False)
-        gate.set()
+        held.gate.set()
     late = [await files(q) for q in ("quennell", '"Ashgrove keeps"', "lantern harbour")]
     assert early == late
     assert late[0] == ({"Keeper.md"}, 2) and late[1] == ({"Keeper.md"}, 1)  # the lamp: by name
