@@ -349,10 +349,11 @@ class Settings(BaseSettings):
         "changed outside this server: an edit in Obsidian or on disk is used by every query "
         "that starts this many seconds after it (a listing's age counts from its start); 0: "
         "every query checks. During a first build, by the first such query after the build "
-        "has read every note. While calls come (one within 5 minutes), the server lists in "
-        "the background a little more often than this (at most half the time, in a vault "
-        "whose listing takes longer) and takes an edit in before the next question; idle, "
-        "it lists nothing.",
+        "has read every note; meanwhile a question's search of a folder vault's notes not "
+        "read yet may reuse a scan this recent. While calls come (one within 5 minutes), the "
+        "server lists in the background a little more often than this (at most half the "
+        "time, in a vault whose listing takes longer) and takes an edit in before the next "
+        "question; idle, it lists nothing.",
     )
     index_read_wait_seconds: float = Field(
         default=2.0,

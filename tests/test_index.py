@@ -1967,6 +1967,52 @@ async def test_a_question_during_the_first_read_reads_first_the_notes_with_its_r
 
 
 @pytest.mark.anyio
+async def test_a_question_during_the_first_read_scans_the_folder_once_for_its_rare_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38 at 50,000 notes: a question whose rarest word no unread note holds
+    scanned the folder again for the next (two scans of 0.5-0.6 s a question, python -m
+    bench.speed.first_day --notes 50000). One scan now finds both words' notes, and the
+    notes of the first word any unread note holds are read ahead."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    keeper = "Keeper.md"
+    (tmp_path / "vault" / keeper).write_text("# Keeper\n\nQuennell Ashgrove keeps the light.\n")
+    held = HeldReads(
+        monkeypatch,
+        folder,
+        lambda path: not ASKING.get() and (path == keeper or len(folder.reads) >= 16),
+    )
+    scans: list[list[str]] = []
+    search_each, search_text = folder.search_each, folder.search_text
+
+    async def counted_each(
+        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[set[str]]:
+        scans.append(list(words))
+        return await search_each(words, leaving_out, fresh_within)
+
+    async def counted_text(
+        query: str, context_length: int, leaving_out: Collection[str] = ()
+    ) -> list[TextSearchHit]:
+        scans.append([query])
+        return await search_text(query, context_length, leaving_out)
+
+    monkeypatch.setattr(folder, "search_each", counted_each)
+    monkeypatch.setattr(folder, "search_text", counted_text)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        ASKING.set(True)
+        found = await retriever.semantic_query("Where does Zzqx Quennell keep?", limit=3)
+        ASKING.set(False)
+        assert scans == [["Zzqx", "Quennell"]]  # no note holds the rarer; one scan
+        assert folder.reads.count(keeper) == 1
+        assert found.groups and found.groups[0].context.path == keeper
+        held.gate.set()
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_the_first_read_starts_no_note_while_a_question_reads_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1982,21 +2028,21 @@ async def test_the_first_read_starts_no_note_while_a_question_reads_ahead(
         return await read(path)
 
     searching, release = anyio.Event(), anyio.Event()
-    search = folder.search_text
+    search = folder.search_each
 
     async def held_search(
-        query: str, context_length: int, leaving_out: Collection[str] = ()
-    ) -> list[TextSearchHit]:
+        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[set[str]]:
         searching.set()
         await release.wait()
-        return await search(query, context_length, leaving_out)
+        return await search(words, leaving_out, fresh_within)
 
     monkeypatch.setattr(folder, "read_note", recorded_read)
-    monkeypatch.setattr(folder, "search_text", held_search)
+    monkeypatch.setattr(folder, "search_each", held_search)
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)  # the first 16 reads are under way (0.5 s each)
-        background.start_soon(retriever.corpus.read_unread_holding, "quennell", 20)
+        background.start_soon(retriever.corpus.read_unread_holding, ["quennell"], 20)
         await searching.wait()
         before = len(started)
         await anyio.sleep(1.2)  # two more rounds of 16 would have started meanwhile

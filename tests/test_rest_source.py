@@ -1,6 +1,7 @@
 """The REST client against the stand-in over real sockets: versions, TLS, auth, paths."""
 
 import logging
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -155,3 +156,26 @@ async def test_a_request_cancelled_during_the_handshake_closes_its_socket(tmp_pa
             with anyio.fail_after(5):
                 await closed.wait()
         group.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_search_for_each_word_asks_obsidian_only_for_the_words_taken(
+    standin: StandinProcess, shared_vault: Path, tmp_path: Path
+) -> None:
+    """`Vault.search_each` through Obsidian: a request a word, made as the caller takes
+    it, so a first build's read-ahead that reads for its rarest word asks nothing more;
+    each word finds what the folder finds for it."""
+    settings = rest_settings(standin, tmp_path)
+    route = "POST /search/simple/"
+    words = ["Kettle", "lighthouse"]
+    async with build_http_client(settings) as http:
+        vault = Vault(RestSource(http, settings), None)
+        standin.reset_stats()
+        async with aclosing(vault.search_each(words)) as searched:
+            async for word, paths in searched:
+                assert word == "Kettle" and paths
+                break
+        assert standin.stats()["by_route"].get(route) == 1
+        both = [paths async for _, paths in vault.search_each(words)]
+        assert standin.stats()["by_route"].get(route) == 3
+    assert both == await FolderSource(shared_vault).search_each(words)

@@ -55,6 +55,7 @@ ORDER = (
     "big",
     "first-day",
     "first-day-standin",
+    "first-day-50000",
     "overhead",
     "usage-overhead",
     # memory

@@ -238,6 +238,13 @@ def table(found: dict[str, Any]) -> str:
     )
 
 
+def section_name(notes: int, source: str) -> str:
+    """The report's section for a run: one per source at 10,000 notes, and one per size
+    beside them, so that a 50,000-note run does not replace the 10,000-note figures."""
+    name = "first-day-standin" if source == "standin" else "first-day"
+    return name if notes == 10_000 else f"{name}-{notes}"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The first day on a large vault.")
     parser.add_argument("--notes", type=int, default=10_000)
@@ -293,8 +300,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     markdown = table(found)
     print(markdown)
     if not args.table_only and args.server_repo == REPO_ROOT and not settings:
-        name = "first-day-standin" if args.source == "standin" else "first-day"
-        write_section(REPO_ROOT / "bench", name, markdown, stamp)
+        write_section(REPO_ROOT / "bench", section_name(args.notes, args.source), markdown, stamp)
 
 
 if __name__ == "__main__":

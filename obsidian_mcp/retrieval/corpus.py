@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -504,38 +505,54 @@ class Corpus:
         return self.reading or self.unread > 0
 
     async def read_unread_holding(
-        self, word: str, most: int, named: re.Pattern[str] | None = None
+        self, words: Sequence[str], most: int, named: re.Pattern[str] | None = None
     ) -> int | None:
         """While notes are not read yet (a first build): read now, side by side, the unread
-        notes whose text holds `word` (the vault's own search: Obsidian's, or a scan of the
-        folder) or whose file name `named` matches, if they are at most `most`: how many
-        were read (0: none was unread), or None when they are too many and none was. The
-        first build's read then skips them, and starts no note while this runs."""
+        notes whose text holds the first of `words` that any unread note holds (the
+        vault's own search: Obsidian's, or one scan of the folder for them all) or whose
+        file name `named` matches, if they are at most `most`: how many were read; 0 when
+        no unread note holds any of the words; None when none was read because a word's
+        unread notes were too many. The first build's read then skips them, and starts no
+        note while this runs."""
         if self._ahead_done is None:
             self._ahead_done = anyio.Event()
         self._reading_ahead += 1
         try:
-            return await self._read_ahead(word, most, named)
+            return await self._read_ahead(words, most, named)
         finally:
             self._reading_ahead -= 1
             if not self._reading_ahead:
                 self._ahead_done.set()
                 self._ahead_done = None
 
-    async def _read_ahead(self, word: str, most: int, named: re.Pattern[str] | None) -> int | None:
+    async def _read_ahead(
+        self, words: Sequence[str], most: int, named: re.Pattern[str] | None
+    ) -> int | None:
         # The notes read already are left out: the folder's scan of every note beside a
         # first build took 0.54 s a question at 10,000 notes. The others are searched
         # whether the last listing saw them or not: no listing is taken while the first
         # build reads, and a note written since is as much the vault's as any other.
-        hits = await self._vault.search_text(
-            word, context_length=len(word), leaving_out=frozenset(self._notes)
+        named_paths: set[str] = (
+            set()
+            if named is None
+            else {path for path in self._stats if named.search(posixpath.basename(path))}
         )
-        holding = {hit.path for hit in hits}
-        if named is not None:
-            holding |= {path for path in self._stats if named.search(posixpath.basename(path))}
-        unread = sorted(path for path in holding if self._is_unread(path))
-        if len(unread) > most:
-            return None
+        too_many = False
+        async with aclosing(
+            self._vault.search_each(
+                words, leaving_out=frozenset(self._notes), fresh_within=self._refresh_seconds
+            )
+        ) as searched:
+            async for word, holding in searched:
+                unread = sorted(path for path in holding | named_paths if self._is_unread(path))
+                if len(unread) > most:
+                    too_many = True
+                elif unread:
+                    return await self._read_now(word, unread)
+        return None if too_many else 0
+
+    async def _read_now(self, word: str, unread: list[str]) -> int:
+        """Read and install `unread` now, side by side: how many were read."""
         read: list[tuple[NoteRow, ParsedNote, FileStat]] = []
         limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
 

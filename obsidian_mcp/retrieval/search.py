@@ -479,15 +479,13 @@ class Retriever:
             found = terms(word)
             if found:  # a stop word narrows nothing
                 rarity.setdefault(word, max(index.idf(term) for term in found))
-        # Rarest first; the next only if one read nothing (each is a scan of the folder, or
-        # a request).
-        for word in sorted(rarity, key=lambda word: -rarity[word])[:_RARE_WORDS]:
-            try:
-                if await self.corpus.read_unread_holding(word, _READ_FIRST_MOST):
-                    return
-            except VaultError as exc:  # the first build's read goes on; the answer says so
-                logger.info("no search ahead of the first build's read: %s", exc)
-                return
+        # Rarest first; the next only if one reads nothing (one scan of the folder for
+        # them all, or a request a word).
+        rarest = sorted(rarity, key=lambda word: -rarity[word])[:_RARE_WORDS]
+        try:
+            await self.corpus.read_unread_holding(rarest, _READ_FIRST_MOST)
+        except VaultError as exc:  # the first build's read goes on; the answer says so
+            logger.info("no search ahead of the first build's read: %s", exc)
 
     async def semantic_query(
         self,
@@ -751,7 +749,7 @@ class Retriever:
         word = max(longest.split(), key=len)
         if len(word) >= 3:
             with anyio.move_on_after(_READ_FIRST_SECONDS):
-                read = await corpus.read_unread_holding(word, _READ_AHEAD_FOR_EXACT, named)
+                read = await corpus.read_unread_holding([word], _READ_AHEAD_FOR_EXACT, named)
                 if read is not None:  # every unread note that may match is read now
                     return
         await corpus.sync(read_all=True, progress=progress)

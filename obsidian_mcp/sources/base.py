@@ -5,7 +5,7 @@ each source still refuses what only it can check (symlinks, for the folder).
 """
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -71,11 +71,18 @@ class SearchWords:
 
     words: tuple[str, ...]
     patterns: tuple[re.Pattern[str], ...]
+    # Whether every word is ASCII, so that a look at a note's lower-cased text can rule
+    # the note out (`may_hold_every_word`): asked once a search, not once a note.
+    ascii: bool
 
 
 def search_words(query: str) -> SearchWords:
     words = tuple(query.lower().split())
-    return SearchWords(words, tuple(re.compile(re.escape(w), re.IGNORECASE) for w in words))
+    return SearchWords(
+        words,
+        tuple(re.compile(re.escape(w), re.IGNORECASE) for w in words),
+        all(word.isascii() for word in words),
+    )
 
 
 # The characters a case-insensitive pattern of an ASCII character matches that str.lower()
@@ -84,23 +91,43 @@ def search_words(query: str) -> SearchWords:
 CASED_APART_FROM_ASCII = ("\u0130", "\u0131", "\u017f")
 
 
-def may_hold_every_word(content: str, words: Sequence[str]) -> bool:
-    """False only when `content` cannot hold every word, case aside: a look at its
-    lower-cased text before the patterns. Over the 10,000 notes of `python -m
-    bench.shared.generate_vault` (22 MB), beside a first build, the patterns took 0.22-0.28 s
-    a search, lower-casing and looking 0.01-0.03 s."""
-    if not all(word.isascii() for word in words):
-        return True
+def lowered_to_look_at(content: str) -> str | None:
+    """`content` lower-cased, for `may_hold_every_word` to look at; None when a look
+    cannot rule out an ASCII word: the text holds a character a case-insensitive pattern
+    matches to an ASCII letter that lower() does not turn into it."""
     if not content.isascii() and any(odd in content for odd in CASED_APART_FROM_ASCII):
+        return None
+    return content.lower()
+
+
+def may_hold_every_word(lowered: str | None, search: SearchWords) -> bool:
+    """False only when the text cannot hold every word, case aside: a look at its
+    lower-cased text (`lowered_to_look_at`) before the patterns. Over the 10,000 notes of
+    `python -m bench.shared.generate_vault` (22 MB), beside a first build, the patterns took
+    0.22-0.28 s a search, lower-casing and looking 0.01-0.03 s."""
+    if lowered is None or not search.ascii:
         return True
-    lowered = content.lower()
-    return all(word in lowered for word in words)
+    # A loop, not all() over a generator: this runs for every note a scan reads, and the
+    # generator was an eighth of a scan of 50,000 notes.
+    for word in search.words:  # noqa: SIM110
+        if word not in lowered:
+            return False
+    return True
+
+
+def holds_every_word(content: str, lowered: str | None, search: SearchWords) -> bool:
+    """Whether the text holds every word, case aside, as `text_hit` finds it; `lowered`
+    is the text's `lowered_to_look_at`, taken once for several searches."""
+    return may_hold_every_word(lowered, search) and all(
+        pattern.search(content) for pattern in search.patterns
+    )
 
 
 def text_hit(path: str, content: str, search: SearchWords) -> TextSearchHit | None:
     """The note's matches when its text holds every word, else None: the folder's scan and
     the index's search of what it holds give the same hits."""
-    if not may_hold_every_word(content, search.words):
+    lowered = lowered_to_look_at(content) if search.ascii else None
+    if not may_hold_every_word(lowered, search):
         return None
     found = [
         [TextMatch(m.start(), m.end()) for m in pattern.finditer(content)]

@@ -9,7 +9,9 @@ import fcntl
 import logging
 import os
 import stat
-from collections.abc import Callable, Collection, Iterator
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +36,8 @@ from obsidian_mcp.sources.base import (
     FileStat,
     NoteData,
     TextSearchHit,
+    holds_every_word,
+    lowered_to_look_at,
     search_words,
     text_hit,
 )
@@ -43,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 # Enough of a file's head to tell text from binary: NUL bytes do not occur in text notes.
 _SNIFF_BYTES = 8192
+# Notes a scan looks at between two asks whether its request is still wanted: asked for
+# each note, that was 0.04 s of a 0.5 s scan of 50,000 cached notes; 64 notes take well
+# under a millisecond.
+_NOTES_PER_CANCEL_CHECK = 64
 
 
 def mtime_ms(st: os.stat_result) -> int:
@@ -107,6 +115,17 @@ def _name_too_long(path: str, folder: Path) -> PathRefused:
     )
 
 
+@dataclass(frozen=True)
+class _Scan:
+    """A scan's notes: when it began (monotonic), how many writes this source had begun by
+    then, the notes it left out, and every other note's path and text."""
+
+    began: float
+    writes: int
+    leaving_out: frozenset[str]
+    texts: list[tuple[str, str]]
+
+
 class FolderSource:
     def __init__(self, root: Path, *, recovery: RecoveryLog | None = None) -> None:
         """`recovery`: where edits keep a note's previous text while they rewrite it (see
@@ -116,6 +135,9 @@ class FolderSource:
         # Decoded text by path, with the (mtime, size) it was read at: searches scan every
         # note, and most have not changed since the last one.
         self._texts: dict[str, tuple[tuple[int, int], str]] = {}
+        # The last scan for `search_each`, and the writes begun through this source.
+        self._last_scan: _Scan | None = None
+        self._writes = 0
 
     @property
     def kind(self) -> Literal["folder"]:
@@ -301,6 +323,10 @@ class FolderSource:
     def _read_text(self, path: str, st: os.stat_result, target: Path | None = None) -> NoteData:
         """The note's text at `st` (its stat, taken before), from the cache while that is
         the same; `target`: the file, when the caller resolved it (else the vault's path)."""
+        content = self._text_at(path, st, target)
+        return NoteData(path, content, FileStat(path, mtime_ms(st), st.st_size))
+
+    def _text_at(self, path: str, st: os.stat_result, target: Path | None = None) -> str:
         cached = self._texts.get(path)
         if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
             data = self._file_bytes(path, self._root / path if target is None else target)
@@ -310,7 +336,7 @@ class FolderSource:
             # modification time, so the next call reads again.
             cached = ((st.st_mtime_ns, st.st_size), decode_text(data))
             self._texts[path] = cached
-        return NoteData(path, cached[1], FileStat(path, mtime_ms(st), st.st_size))
+        return cached[1]
 
     async def read_note(self, path: str) -> NoteData:
         return await anyio.to_thread.run_sync(self._read_note, path)
@@ -329,6 +355,7 @@ class FolderSource:
     # -- writing ---------------------------------------------------------------------------
 
     def _writable(self, path: str) -> Path:
+        self._writes += 1  # counted before the write: a scan begun since sees it
         if is_hidden(path):
             raise PathRefused(f"{path!r} is inside a hidden folder; notes cannot be written there.")
         target = self._resolve(path)
@@ -480,26 +507,34 @@ class FolderSource:
 
     # -- search ----------------------------------------------------------------------------
 
-    def _search_text(self, query: str, leaving_out: Collection[str]) -> list[TextSearchHit]:
-        words = search_words(query)
-        if not words.words:
-            raise VaultError("The search query is empty; give one or more words.")
-        hits: list[TextSearchHit] = []
+    def _texts_to_search(self, leaving_out: Collection[str]) -> Iterator[tuple[str, str]]:
+        """Every note's path and text but those of `leaving_out`, the unreadable skipped.
+        The scan runs on a worker thread, which a cancelled request cannot interrupt: it
+        asks, every `_NOTES_PER_CANCEL_CHECK` notes, whether the request is still wanted."""
+        looked_at = 0
         for path, entry in self._walk():
             if not is_markdown(path) or path in leaving_out:
                 continue
-            # The scan runs on a worker thread, which a cancelled request cannot interrupt;
-            # it asks, note by note, whether the request is still wanted.
-            anyio.from_thread.check_cancelled()
+            if not looked_at % _NOTES_PER_CANCEL_CHECK:
+                anyio.from_thread.check_cancelled()
+            looked_at += 1
             try:
                 # The listing's own stat: a path made and statted again for each note took
                 # 0.16 s of a scan of 10,000 notes against 0.05 s.
                 st = entry.stat()
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                content = self._read_text(path, st).content
+                content = self._text_at(path, st)
             except (NotText, NotReadable, NoteNotFound, FileSystemFailure, OSError):
                 continue
+            yield path, content
+
+    def _search_text(self, query: str, leaving_out: Collection[str]) -> list[TextSearchHit]:
+        words = search_words(query)
+        if not words.words:
+            raise VaultError("The search query is empty; give one or more words.")
+        hits: list[TextSearchHit] = []
+        for path, content in self._texts_to_search(leaving_out):
             hit = text_hit(path, content, words)
             if hit is not None:
                 hits.append(hit)
@@ -511,3 +546,49 @@ class FolderSource:
         # The folder source has the content itself; callers cut their own windows.
         del context_length
         return await anyio.to_thread.run_sync(self._search_text, query, leaving_out)
+
+    def _search_each(
+        self, words: Sequence[str], leaving_out: Collection[str], fresh_within: float
+    ) -> list[set[str]]:
+        searches = [search_words(word) for word in words]
+        if not all(search.words for search in searches):
+            raise VaultError("A search word is empty; give one or more words.")
+        look = any(search.ascii for search in searches)
+        holding: list[set[str]] = [set() for _ in searches]
+        for path, content in self._texts_scanned(frozenset(leaving_out), fresh_within):
+            lowered = lowered_to_look_at(content) if look else None
+            for search, paths in zip(searches, holding, strict=True):
+                if holds_every_word(content, lowered, search):
+                    paths.add(path)
+        return holding
+
+    def _texts_scanned(
+        self, leaving_out: frozenset[str], fresh_within: float
+    ) -> list[tuple[str, str]]:
+        """Every note's path and text but those of `leaving_out` (`_texts_to_search`); from
+        the last scan when it began under `fresh_within` seconds ago, nothing was written
+        through this source since, and it left out no note that this one searches."""
+        last, now = self._last_scan, time.monotonic()
+        if (
+            last is not None
+            and now - last.began < fresh_within
+            and last.writes == self._writes
+            and last.leaving_out <= leaving_out
+        ):
+            return [(path, text) for path, text in last.texts if path not in leaving_out]
+        writes = self._writes
+        texts = list(self._texts_to_search(leaving_out))
+        self._last_scan = _Scan(now, writes, leaving_out, texts)
+        return texts
+
+    async def search_each(
+        self, words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[set[str]]:
+        """For each of `words` (each searched as `search_text` searches a query), the notes
+        whose text holds it, found in one scan of the folder: a scan of 50,000 notes is
+        about 0.45 s with their texts cached, nearly all of it spent note by note (the walk
+        and a stat each, 0.3 s), not word by word. A scan begun under `fresh_within`
+        seconds ago is searched again instead, unless a write went through this source
+        since: the walk and the stats say only what changed in those seconds, which a
+        listing as old may miss too (`index_refresh_seconds`)."""
+        return await anyio.to_thread.run_sync(self._search_each, words, leaving_out, fresh_within)
