@@ -118,12 +118,12 @@ def _name_too_long(path: str, folder: Path) -> PathRefused:
 @dataclass(frozen=True)
 class _Scan:
     """A scan's notes: when it began (monotonic), how many writes this source had begun by
-    then, the notes it left out, and every other note's path and text."""
+    then, the notes it left out, and the path of every other note it read."""
 
     began: float
     writes: int
     leaving_out: frozenset[str]
-    texts: list[tuple[str, str]]
+    paths: list[str]
 
 
 class FolderSource:
@@ -133,7 +133,8 @@ class FolderSource:
         self._root = root.resolve()
         self._recovery = recovery
         # Decoded text by path, with the (mtime, size) it was read at: searches scan every
-        # note, and most have not changed since the last one.
+        # note not read yet, and most have not changed since the last one. A note read
+        # leaves it (`_read_text`).
         self._texts: dict[str, tuple[tuple[int, int], str]] = {}
         # The last scan for `search_each`, and the writes begun through this source.
         self._last_scan: _Scan | None = None
@@ -321,22 +322,35 @@ class FolderSource:
             raise FileSystemFailure(path, "read", exc) from exc
 
     def _read_text(self, path: str, st: os.stat_result, target: Path | None = None) -> NoteData:
-        """The note's text at `st` (its stat, taken before), from the cache while that is
-        the same; `target`: the file, when the caller resolved it (else the vault's path)."""
-        content = self._text_at(path, st, target)
+        """The note's text at `st` (its stat, taken before): a scan's, while that is the
+        same, else the file's; `target`: the file, when the caller resolved it (else the
+        vault's path). The text leaves the cache: a note read is left out of the next
+        scans (the first build's read-ahead searches the notes not read yet), and the
+        cache of a first build at 50,000 notes held every text, 111 MB, for the rest of
+        the session."""
+        cached = self._texts.pop(path, None)
+        if cached is not None and cached[0] == (st.st_mtime_ns, st.st_size):
+            content = cached[1]
+        else:
+            content = self._decoded(path, self._root / path if target is None else target)
         return NoteData(path, content, FileStat(path, mtime_ms(st), st.st_size))
 
-    def _text_at(self, path: str, st: os.stat_result, target: Path | None = None) -> str:
+    def _text_at(self, path: str, st: os.stat_result) -> str:
+        """The note's text at `st` (its stat, taken before), for a scan: cached, while
+        that is the same."""
         cached = self._texts.get(path)
         if cached is None or cached[0] != (st.st_mtime_ns, st.st_size):
-            data = self._file_bytes(path, self._root / path if target is None else target)
-            if looks_binary(data[:_SNIFF_BYTES]):
-                raise NotText(path)
             # Keyed by the stat taken before reading: a write during the read changes the
-            # modification time, so the next call reads again.
-            cached = ((st.st_mtime_ns, st.st_size), decode_text(data))
+            # modification time, so the next scan reads again.
+            cached = ((st.st_mtime_ns, st.st_size), self._decoded(path, self._root / path))
             self._texts[path] = cached
         return cached[1]
+
+    def _decoded(self, path: str, target: Path) -> str:
+        data = self._file_bytes(path, target)
+        if looks_binary(data[:_SNIFF_BYTES]):
+            raise NotText(path)
+        return decode_text(data)
 
     async def read_note(self, path: str) -> NoteData:
         return await anyio.to_thread.run_sync(self._read_note, path)
@@ -575,11 +589,26 @@ class FolderSource:
             and last.writes == self._writes
             and last.leaving_out <= leaving_out
         ):
-            return [(path, text) for path, text in last.texts if path not in leaving_out]
+            return list(self._texts_again([p for p in last.paths if p not in leaving_out]))
         writes = self._writes
         texts = list(self._texts_to_search(leaving_out))
-        self._last_scan = _Scan(now, writes, leaving_out, texts)
+        self._last_scan = _Scan(now, writes, leaving_out, [path for path, _ in texts])
         return texts
+
+    def _texts_again(self, paths: list[str]) -> Iterator[tuple[str, str]]:
+        """The texts a recent scan read of `paths`, without a stat; a note read since (by
+        a call, which takes its text out of the cache) is read again, at its stat now."""
+        for path in paths:
+            cached = self._texts.get(path)
+            if cached is not None:
+                yield path, cached[1]
+                continue
+            try:
+                st = os.stat(self._root / path)
+                if stat.S_ISREG(st.st_mode):
+                    yield path, self._text_at(path, st)
+            except (NotText, NotReadable, NoteNotFound, FileSystemFailure, OSError):
+                continue
 
     async def search_each(
         self, words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
