@@ -22,7 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from obsidian_mcp.sqlite_wal import use_wal
+
 logger = logging.getLogger(__name__)
+
+# Another process's write of the journal (a row, a few milliseconds) is waited for this long.
+_BUSY_TIMEOUT_MS = 5000
 
 # Enough for every edit of a long working session, and a few megabytes at most.
 KEPT_EDITS = 500
@@ -78,8 +83,8 @@ class JournalEntry:
 def _open(file: Path | str) -> sqlite3.Connection:
     db = sqlite3.connect(file, check_same_thread=False, isolation_level=None)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA busy_timeout=5000")
+        db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        use_wal(db, _BUSY_TIMEOUT_MS / 1000)
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(edits)")}
         if "place" not in columns:  # a journal from before undo knew places

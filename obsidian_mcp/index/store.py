@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from obsidian_mcp.index import shortlist
 from obsidian_mcp.index.coding import Codes, Matrix, quantized
+from obsidian_mcp.sqlite_wal import use_wal
 
 logger = logging.getLogger(__name__)
 
@@ -853,7 +854,7 @@ class IndexStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA journal_mode = WAL")
+        use_wal(db, BUSY_TIMEOUT_MS / 1000)
         # WAL with NORMAL loses at most the last transactions on power loss, never
         # consistency; the index is a cache, rebuilt from the vault.
         db.execute("PRAGMA synchronous = NORMAL")

@@ -12,6 +12,8 @@ import logging
 import sqlite3
 from pathlib import Path
 
+from obsidian_mcp.sqlite_wal import use_wal
+
 logger = logging.getLogger(__name__)
 
 # Raised whenever the tables below change: an older file is then rebuilt from the memory file.
@@ -119,7 +121,7 @@ def _connect(target: str) -> sqlite3.Connection:
 
 def _prepare(db: sqlite3.Connection, where: str) -> sqlite3.Connection:
     if where != ":memory:":
-        db.execute("PRAGMA journal_mode = WAL")
+        use_wal(db, _BUSY_TIMEOUT_MS / 1000)
         db.execute("PRAGMA synchronous = NORMAL")  # a cache: a lost last commit is re-read
     db.execute("BEGIN IMMEDIATE")
     try:
