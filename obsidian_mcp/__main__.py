@@ -1,3 +1,3 @@
-from obsidian_mcp.cli import main
+from obsidian_mcp.launch import main
 
 main()

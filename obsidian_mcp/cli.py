@@ -29,7 +29,7 @@ from obsidian_mcp.doctor import (
     store_certificate,
 )
 from obsidian_mcp.errors import VaultError
-from obsidian_mcp.index.bulk import freeze_first_loads
+from obsidian_mcp.index.bulk import collector_paused, freeze_first_loads
 from obsidian_mcp.index.location import index_path
 from obsidian_mcp.index.model_fetch import ModelFetchError, fetch_model
 from obsidian_mcp.index.recipe import how_pooled_and_prompted
@@ -456,12 +456,13 @@ def _stats(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(
     settings: Settings, vaults: VaultSet | None, args: argparse.Namespace, problem: str | None
 ) -> None:
-    from obsidian_mcp.http_transport import HttpOptions, serve_http  # as in _call
-    from obsidian_mcp.server import build_server
+    freeze_first_loads()  # this process serves until it exits
+    with collector_paused(frozen_after=True):  # as the CLI's own import is (`launch.py`)
+        from obsidian_mcp.http_transport import HttpOptions, serve_http  # as in _call
+        from obsidian_mcp.server import build_server
 
     if problem is not None:
         logger.error("invalid settings, every call will say so: %s", problem)
-    freeze_first_loads()  # this process serves until it exits
     server = build_server(settings, configuration_error=problem, vaults=vaults)
     if not args.http:
         server.run()

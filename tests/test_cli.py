@@ -160,6 +160,25 @@ def test_version_and_help_on_every_command(capsys: pytest.CaptureFixture[str]) -
         assert capsys.readouterr().out.startswith(f"usage: obsidian-mcp {command}"), command
 
 
+def test_the_command_imports_its_modules_out_of_the_collectors_way() -> None:
+    """`obsidian-mcp` (and `python -m obsidian_mcp`) imports the CLI with the collector
+    paused, freezes what the import built (`launch.py`), and runs with the collector on."""
+    probe = (
+        "import gc, sys\n"
+        "from obsidian_mcp.launch import main\n"
+        "sys.argv = ['obsidian-mcp', '--version']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "import obsidian_mcp.cli\n"
+        "walked = {id(o) for o in gc.get_objects()}\n"
+        "print(gc.isenabled(), id(obsidian_mcp.cli.__dict__) in walked)\n"
+    )
+    done = run_cli(program=("-c", probe))
+    assert done.stdout.strip().splitlines()[-1] == "True False", (done.stdout, done.stderr)
+
+
 def test_commands_without_a_server_start_without_the_mcp_sdk(tmp_path: Path) -> None:
     """The SDK takes over a second to import: doctor, memory, stats, trust, index and
     model fetch (a person at a shell, a script) do not wait for it; call and serve do."""
