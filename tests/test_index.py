@@ -2013,6 +2013,44 @@ async def test_a_question_during_the_first_read_scans_the_folder_once_for_its_ra
 
 
 @pytest.mark.anyio
+async def test_related_notes_during_the_first_read_answer_from_the_notes_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, any tool during the first build: `vault_find_related`'s first call waited
+    for the whole read (33 s at 10,000 notes, python -m bench.speed.scale). It reads the
+    note asked about now, answers from the notes read and says so; once the read is done
+    it finds what the unread notes held (here a backlink)."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    keeper, tower = "Keeper.md", "Tower.md"
+    (tmp_path / "vault" / keeper).write_text("# Keeper\n\nQuennell keeps the light.\n")
+    (tmp_path / "vault" / tower).write_text("# Tower\n\nThe [[Keeper]] climbs at dusk.\n")
+    held = HeldReads(
+        monkeypatch,
+        folder,
+        lambda path: not ASKING.get() and (path in (keeper, tower) or len(folder.reads) >= 16),
+    )
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        ASKING.set(True)
+        with anyio.fail_after(10):  # the read is held until the answer
+            early = await find_related(retriever, "Keeper", limit=5)
+        ASKING.set(False)
+        assert early.path == keeper and folder.reads.count(keeper) == 1
+        assert early.backlinks == ()  # the tower is not read yet
+        assert "of 42, the rest is being read; backlinks and similar notes come from the " in (
+            early.links_note
+        )
+        held.gate.set()
+        await retriever.corpus.sync(read_all=True)
+        done = await find_related(retriever, "Keeper", limit=5)
+        assert [n.path for n in done.backlinks] == [tower]
+        assert done.links_note == ""
+        background.cancel_scope.cancel()
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_the_first_read_starts_no_note_while_a_question_reads_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,8 +20,8 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterable, Sequence
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -514,11 +514,26 @@ class Corpus:
         no unread note holds any of the words; None when none was read because a word's
         unread notes were too many. The first build's read then skips them, and starts no
         note while this runs."""
+        async with self._ahead_of_the_build():
+            return await self._read_ahead(words, most, named)
+
+    async def read_if_unread(self, path: str) -> NoteRecord | None:
+        """The note at `path`, read now if the last listing saw it and it is not read yet
+        (a first build has not reached it; read as `read_unread_holding` reads); None if
+        no listed note is at `path`, or it is gone."""
+        if path in self._stats and self._is_unread(path):
+            async with self._ahead_of_the_build():
+                await self._read_now(repr(path), [path])
+        return self._notes.get(path)
+
+    @asynccontextmanager
+    async def _ahead_of_the_build(self) -> AsyncGenerator[None]:
+        """Notes read for a call: the first build's read starts no note meanwhile."""
         if self._ahead_done is None:
             self._ahead_done = anyio.Event()
         self._reading_ahead += 1
         try:
-            return await self._read_ahead(words, most, named)
+            yield
         finally:
             self._reading_ahead -= 1
             if not self._reading_ahead:
@@ -548,11 +563,12 @@ class Corpus:
                 if len(unread) > most:
                     too_many = True
                 elif unread:
-                    return await self._read_now(word, unread)
+                    return await self._read_now(f"the word {word!r}", unread)
         return None if too_many else 0
 
-    async def _read_now(self, word: str, unread: list[str]) -> int:
-        """Read and install `unread` now, side by side: how many were read."""
+    async def _read_now(self, why: str, unread: list[str]) -> int:
+        """Read and install `unread` now, side by side (for `why`, to log): how many were
+        read."""
         read: list[tuple[NoteRow, ParsedNote, FileStat]] = []
         limiter = anyio.CapacityLimiter(_READ_CONCURRENCY)
 
@@ -572,7 +588,7 @@ class Corpus:
                 if read:
                     await self._store_and_install(read)
         if read:
-            logger.info("read %d notes holding %r ahead of the first build", len(read), word)
+            logger.info("read %d notes for %s ahead of the first build", len(read), why)
         return len(read)
 
     def _missing(self) -> list[str]:

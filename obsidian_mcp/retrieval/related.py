@@ -56,7 +56,9 @@ class Related:
     total_outlinks: int
     total_backlinks: int
     attachments: int
-    # Where the links come from when it is not the obvious source; "" when nothing to say.
+    # Where the links and similar notes come from when it is not the obvious source (a
+    # first build's notes read so far, the notes' text while Obsidian's link index is
+    # pending); "" when nothing to say.
     links_note: str = ""
 
 
@@ -91,14 +93,16 @@ def _shared(a: NoteRecord, b: NoteRecord, retriever: Retriever) -> str:
 
 async def _resolve_note(retriever: Retriever, raw_path: str) -> NoteRecord:
     path = normalize_vault_path(raw_path)
+    corpus = retriever.corpus
     for candidate in (path, path + ".md"):
-        record = retriever.corpus.record(candidate)
+        # A note a first build has not read yet is read now.
+        record = corpus.record(candidate) or await corpus.read_if_unread(candidate)
         if record is not None:
             return record
     # Not in the corpus: its name alone (`[[Rook]]`), or reading it says why not (a link
     # out of the vault, a pipe, missing).
     note = await read_named(retriever.vault, path)
-    record = retriever.corpus.record(note.path)
+    record = corpus.record(note.path) or await corpus.read_if_unread(note.path)
     if record is not None:
         return record
     raise NoteNotFound(path, await retriever.vault.closest_paths(path))
@@ -243,7 +247,10 @@ async def _related(
     retriever: Retriever, raw_path: str, *, limit: int, progress: ProgressCallback | None
 ) -> Related:
     corpus = retriever.corpus
-    await corpus.sync(read_all=True, progress=progress)
+    # Not the whole of a first build's read: at 10,000 notes the first call waited 33 s for
+    # it (python -m bench.speed.scale). The note is read now; its backlinks and similar
+    # notes come from the notes read, and the answer says so.
+    await corpus.sync(read_all=True, progress=progress, wait_seconds=retriever.first_read_wait())
     record = await _resolve_note(retriever, raw_path)
     resolver = retriever.links.resolver_for(corpus)
 
@@ -285,6 +292,10 @@ async def _related(
 
     linked = {record.path, *backlinks, *(n.path for n in outlinks.values() if n.path)}
     similar, source = await _similar(retriever, record, linked, limit)
+    reading = retriever.answered_unread(
+        "backlinks and similar notes come from the notes read so far; ask again in a minute "
+        "for all of them"
+    )
     return Related(
         path=record.path,
         title=record.parsed.title,
@@ -295,5 +306,5 @@ async def _related(
         total_outlinks=len(outlinks),
         total_backlinks=len(backlinks),
         attachments=attachments,
-        links_note=LINK_INDEX_PENDING if pending else "",
+        links_note="; ".join(n for n in (reading, LINK_INDEX_PENDING if pending else "") if n),
     )

@@ -223,8 +223,8 @@ class Retriever:
         self.settings = settings
         self.corpus = Corpus(vault, store, refresh_seconds=settings.index_refresh_seconds)
         self.stages = Stages.without(settings.stages_off)
-        # Only the first question of a session waits for unread notes while another task
-        # reads them; the next ones during the same build answer at once.
+        # Only the first call of a session waits for unread notes while another task reads
+        # them (`first_read_wait`); the next ones during the same build answer at once.
         self._waited_for_reading = False
         # Likewise only the first question waits for a small vault's meaning index.
         self._waited_for_meaning = False
@@ -420,9 +420,7 @@ class Retriever:
         _, prefix = folder_prefix(folder)
         began = anyio.current_time()
         corpus = self.corpus
-        wait = self.settings.index_read_wait_seconds
-        if self._waited_for_reading and corpus.reading:
-            wait = 0.0
+        wait = self.first_read_wait()
         # One wait for what a first build still reads: the notes, then Smart Connections'
         # files in what is left of it.
         deadline = began + wait
@@ -456,15 +454,29 @@ class Retriever:
         if meaning_wait and waited >= _WAIT_WORTH_SAYING_SECONDS:
             built = f"waited {waited:.0f} s for the meaning index: first question only"
             found = replace(found, note="; ".join(n for n in (built, found.note) if n))
+        reading = self.answered_unread("ask again in a minute for answers from all of them")
+        if not reading:
+            return found
+        return replace(found, note="; ".join(n for n in (reading, found.note) if n))
+
+    def first_read_wait(self) -> float:
+        """How long a call waits for the notes a first build has not read yet before it
+        answers from those read: `index_read_wait_seconds` until a call has answered
+        without the rest, then nothing while the same build reads."""
+        if self._waited_for_reading and self.corpus.reading:
+            return 0.0
+        return self.settings.index_read_wait_seconds
+
+    def answered_unread(self, then: str) -> str:
+        """What an answer made while a first build reads says of it ("notes read: ...",
+        and `then`, what to do about it); "" once every note is read."""
+        corpus = self.corpus
         unread = corpus.unread
         if not unread:
-            return found
+            return ""
         self._waited_for_reading = True
-        reading = (
-            f"notes read: {corpus.listed - unread:,} of {corpus.listed:,}, the rest is being "
-            "read; ask again in a minute for answers from all of them"
-        )
-        return replace(found, note="; ".join(n for n in (reading, found.note) if n))
+        read = corpus.listed - unread
+        return f"notes read: {read:,} of {corpus.listed:,}, the rest is being read; {then}"
 
     async def _read_first_what_may_answer(self, query: str) -> None:
         """While a first build still reads the vault, the few unread notes that hold the
