@@ -297,6 +297,20 @@ class Vault:
             hits = await self.search_text(word, context_length=len(word), leaving_out=leaving_out)
             yield word, {hit.path for hit in hits}
 
+    async def texts_holding(
+        self, query: str, leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[tuple[str, str]]:
+        """The path and text of every note in the vault folder whose text holds every word
+        of `query`, from one scan of the folder (`FolderSource.texts_holding`): a search
+        of the notes a first build has not read yet. Needs the folder."""
+        disk = self._disk
+        if disk is None:
+            raise VaultError(
+                "The notes' texts can be scanned only in the vault folder; set OBSIDIAN_VAULT_PATH."
+            )
+        found = await disk.texts_holding(query, leaving_out, fresh_within)
+        return [(path, content) for path, content in found if path not in self._generated]
+
     async def closest_paths(self, path: str, count: int = 3) -> list[str]:
         try:
             paths = list(await self.note_stats())

@@ -66,7 +66,7 @@ async def _found(retriever: Retriever, query: str, trigrams: bool) -> object:
     retriever.corpus.store.trigrams = trigrams
     await retriever.corpus.sync(read_all=True)
     return await retriever._exact_candidates(  # pyright: ignore[reportPrivateUsage]
-        parse_needles(query), "", None
+        parse_needles(query), ""
     )
 
 

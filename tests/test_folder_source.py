@@ -122,8 +122,9 @@ async def test_a_search_for_each_word_finds_what_a_search_for_it_alone_finds(
     tmp_path: Path,
 ) -> None:
     """The law of `search_each` (the first build's read-ahead, one scan for a question's
-    rare words): for each word, the very notes `search_text` finds for it alone, whatever
-    the case or script of text and words, leaving out the same notes."""
+    rare words) and `texts_holding` (an exact search of the notes a first build has not
+    read): for each word, the very notes `search_text` finds for it alone, whatever the
+    case or script of text and words, leaving out the same notes; with their texts."""
     texts = [
         "Quennell Ashgrove keeps the LIGHT.",
         "D\u0131ST\u0130LLED water, Ma\u017fter Kettle, 5 \u212aelvin.",
@@ -143,6 +144,8 @@ async def test_a_search_for_each_word_finds_what_a_search_for_it_alone_finds(
         for word, paths in zip(words, found, strict=True):
             alone = await source.search_text(word, 0, leaving_out)
             assert paths == {hit.path for hit in alone}, word
+            held = await source.texts_holding(word, leaving_out)
+            assert sorted(held) == [(p, (tmp_path / p).read_text()) for p in sorted(paths)], word
     assert (await source.search_each(["light", "kettle"]))[0] == {"n0.md", "n2.md", "n3.md"}
 
 

@@ -50,6 +50,7 @@ from obsidian_mcp.opening import model_loader, open_retriever
 from obsidian_mcp.retrieval import candidates as candidates_module
 from obsidian_mcp.retrieval import corpus as corpus_module
 from obsidian_mcp.retrieval import links as links_module
+from obsidian_mcp.retrieval import search as search_module
 from obsidian_mcp.retrieval.candidates import (
     INLINE_TEXTS,
     ON_DEMAND_FIRST_PACE,
@@ -2046,6 +2047,48 @@ async def test_related_notes_during_the_first_read_answer_from_the_notes_read(
         done = await find_related(retriever, "Keeper", limit=5)
         assert [n.path for n in done.backlinks] == [tower]
         assert done.links_note == ""
+        background.cancel_scope.cancel()
+    retriever.close()
+
+
+@pytest.mark.anyio
+async def test_an_exact_search_during_the_first_read_finds_what_it_finds_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, any tool during the first build: an exact search whose words more unread
+    notes hold than are read at once waited for the whole read (44 s for "harbour" at
+    10,000 notes). The unread notes' files are searched as they are, in one scan: the
+    same notes, counts and snippets as once every note is read, the build's read held
+    back meanwhile."""
+    monkeypatch.setattr(search_module, "_READ_AHEAD_FOR_EXACT", 2)
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    (tmp_path / "vault" / "Tides.md").write_text("# Tides\n\nThe HARBOUR Ledger, twice: harbour.\n")
+    held = HeldReads(monkeypatch, folder, lambda path: not ASKING.get() and len(folder.reads) >= 16)
+    queries = ["harbour", '"harbour ledger"', "tides lanterns", "ledger number 120", "twice"]
+
+    async def found(query: str) -> tuple[object, ...]:
+        exact = await retriever.smart_search(query, limit=5, snippet_length=60)
+        hits = await retriever.text_hits(query)
+        return (
+            exact.total_files,
+            exact.total_passages,
+            [(g.context.path, g.matches, [p.text for p in g.passages]) for g in exact.groups],
+            sorted((hit.path, len(hit.matches)) for hit in hits),
+        )
+
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        await anyio.sleep(0.05)
+        ASKING.set(True)
+        with anyio.fail_after(10):  # the read is held until every search has answered
+            during = [await found(query) for query in queries]
+        assert held.waiting and retriever.corpus.unread > 0
+        ASKING.set(False)
+        held.gate.set()
+        await retriever.corpus.sync(read_all=True)
+        after = [await found(query) for query in queries]
+        assert during == after
+        assert [d[0] for d in after] == [41, 41, 40, 1, 1]
         background.cancel_scope.cancel()
     retriever.close()
 

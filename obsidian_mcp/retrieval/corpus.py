@@ -478,6 +478,11 @@ class Corpus:
         return list(self._stats)
 
     @property
+    def read_paths(self) -> frozenset[str]:
+        """The paths of the notes read (and held) now."""
+        return frozenset(self._notes)
+
+    @property
     def listed(self) -> int:
         """How many notes the last sync saw."""
         return len(self._stats)
@@ -555,7 +560,7 @@ class Corpus:
         too_many = False
         async with aclosing(
             self._vault.search_each(
-                words, leaving_out=frozenset(self._notes), fresh_within=self._refresh_seconds
+                words, leaving_out=self.read_paths, fresh_within=self._refresh_seconds
             )
         ) as searched:
             async for word, holding in searched:

@@ -108,7 +108,7 @@ _READ_FIRST_MOST = 20
 _READ_FIRST_SECONDS = 8.0
 # An exact search during the first read reads at once the unread notes that may match,
 # up to this many (a note read from a folder costs about a millisecond); past it, it
-# waits for the whole read.
+# searches their files as they are (`_notes_that_may_hold`).
 _READ_AHEAD_FOR_EXACT = 500
 _WORD = re.compile(r"\w+")
 # Ranked passages cut and offered to the packing, per passage the reply may hold.
@@ -660,9 +660,7 @@ class Retriever:
 
     # -- exact search ----------------------------------------------------------------------
 
-    async def text_hits(
-        self, query: str, progress: ProgressCallback | None = None
-    ) -> list[TextSearchHit]:
+    async def text_hits(self, query: str) -> list[TextSearchHit]:
         """What the vault's simple search finds: the notes whose text holds every word of
         the query, case aside. Obsidian answers from its own index; a folder vault from
         this one's: the notes its trigrams say may hold the words, searched in memory.
@@ -673,14 +671,14 @@ class Retriever:
         words = search_words(query)
         needles = Needles(words.words, words.patterns)
         hits: list[TextSearchHit] = []
-        async for record, content in self._notes_that_may_hold(needles, progress):
-            hit = text_hit(record.path, content, words)
+        async for path, _, content in self._notes_that_may_hold(needles):
+            hit = text_hit(path, content, words)
             if hit is not None:
                 hits.append(hit)
         return hits
 
     async def _exact_candidates(
-        self, needles: Needles, prefix: str, progress: ProgressCallback | None
+        self, needles: Needles, prefix: str
     ) -> dict[str, tuple[list[int], list[bool]]]:
         """Files holding every needle: per needle, content matches and whether the file's
         name or title holds it."""
@@ -711,25 +709,31 @@ class Retriever:
             return found
         # The notes' text and stored titles, not their parses: parsing every note that held
         # "harbour" (6,289 of 10,000) took 4.8 s of the first such search.
-        async for record, content in self._notes_that_may_hold(needles, progress, prefix):
-            names = posixpath.basename(record.path) + " " + record.title
+        async for path, title, content in self._notes_that_may_hold(needles, prefix):
+            names = posixpath.basename(path) + " " + title
             content_counts = needles.counts(content)
             name_hits = [bool(p.search(names)) for p in needles.patterns]
             if all(c or n for c, n in zip(content_counts, name_hits, strict=True)):
-                found[record.path] = (content_counts, name_hits)
+                found[path] = (content_counts, name_hits)
         if self.corpus.parsed_unkept:  # titles of an index stored before it kept them
             await anyio.to_thread.run_sync(self.corpus.keep_parsed)
         return found
 
     async def _notes_that_may_hold(
-        self, needles: Needles, progress: ProgressCallback | None, prefix: str = ""
-    ) -> AsyncIterator[tuple[NoteRecord, str]]:
-        """The notes under `prefix` that may hold every needle, with their texts, read
-        first while a first build has not (`_read_every_note_that_may_hold`). The texts
-        are read from the index _NOTES_PER_CHECKPOINT at a time in a worker thread, which
-        is also a checkpoint: a cancelled request (the client gave up) stops there instead
-        of scanning the rest of the vault, and other requests get their turn meanwhile."""
-        await self._read_every_note_that_may_hold(needles, progress)
+        self, needles: Needles, prefix: str = ""
+    ) -> AsyncIterator[tuple[str, str, str]]:
+        """The notes under `prefix` that may hold every needle: path, title and text. The
+        notes read into the index, with those that may hold the needles read first while
+        a first build has not (`_read_every_note_that_may_hold`); their texts are read
+        from the index _NOTES_PER_CHECKPOINT at a time in a worker thread, which is also a
+        checkpoint: a cancelled request (the client gave up) stops there instead of
+        scanning the rest of the vault, and other requests get their turn meanwhile. When
+        too many unread notes may hold them, those notes' files as they are, from one scan
+        of the folder (title "": the name and text are searched): waiting for the whole
+        read took the first such search 44 s at 10,000 notes (a common word, python -m
+        bench.speed.scale). A needle only in an unread note's file name is not found."""
+        every_one_read = await self._read_every_note_that_may_hold(needles)
+        read_before = self.corpus.read_paths
         records = [
             r for r in await self._records_that_may_hold(needles) if r.path.startswith(prefix)
         ]
@@ -737,23 +741,30 @@ class Retriever:
             batch = records[first : first + _NOTES_PER_CHECKPOINT]
             contents = await anyio.to_thread.run_sync(self.corpus.contents, batch)
             for record, content in zip(batch, contents, strict=True):
-                yield record, content
+                yield record.path, record.title, content
+        if every_one_read:
+            return
+        # A note read since `read_before` is among the records and in the scan: once.
+        yielded = {record.path for record in records}
+        unread = await self.vault.texts_holding(
+            needles.words, read_before, self.settings.index_refresh_seconds
+        )
+        for path, content in unread:
+            if path.startswith(prefix) and path not in yielded:
+                yield path, "", content
 
-    async def _read_every_note_that_may_hold(
-        self, needles: Needles, progress: ProgressCallback | None
-    ) -> None:
-        """Have every note read that could hold all the needles. While a first build reads
-        the vault, the notes not read yet that hold the longest needle's longest word (the
-        folder's own scan) or name it are read now, when they are few; otherwise, or when
-        no word narrows, the call waits for the whole read (as it did always: at 10,000
-        notes about 30 s, python -m bench.speed.first_day)."""
+    async def _read_every_note_that_may_hold(self, needles: Needles) -> bool:
+        """Have the notes read that could hold all the needles: whether every one is. While
+        a first build reads the vault, the notes not read yet that hold the longest
+        needle's longest word (the folder's own scan) or name it are read now, when they
+        are few; otherwise, or when no word narrows, nothing is read (nor waited for)."""
         corpus = self.corpus
         # No wait for the read first: the read-ahead below makes the answer whole, and a
         # wait of `index_read_wait_seconds` made every exact search of a first build's
         # first minute take over 2.5 s (python -m bench.speed.first_day).
         await corpus.sync(read_all=False)
         if not corpus.may_lack_notes:
-            return
+            return True
         # A note that holds a needle holds each of its words; a title's words are in the text.
         longest, named = max(
             zip(needles.texts, needles.patterns, strict=True), key=lambda n: len(n[0])
@@ -763,8 +774,8 @@ class Retriever:
             with anyio.move_on_after(_READ_FIRST_SECONDS):
                 read = await corpus.read_unread_holding([word], _READ_AHEAD_FOR_EXACT, named)
                 if read is not None:  # every unread note that may match is read now
-                    return
-        await corpus.sync(read_all=True, progress=progress)
+                    return True
+        return False
 
     async def _records_that_may_hold(self, needles: Needles) -> list[NoteRecord]:
         """The notes in which each needle may stand: its words in the text (the index's
@@ -794,7 +805,6 @@ class Retriever:
         folder: str = "",
         max_tokens: int | None = None,
         concise: bool = False,
-        progress: ProgressCallback | None = None,
     ) -> SearchResult:
         needles = parse_needles(query)
         if not needles.texts:
@@ -802,7 +812,7 @@ class Retriever:
         check_query_terms(needles.texts)
         scope, prefix = folder_prefix(folder)
         budget = max_tokens or self.settings.max_tokens
-        found = await self._exact_candidates(needles, prefix, progress)
+        found = await self._exact_candidates(needles, prefix)
         ranked = sorted(found, key=lambda path: (-file_score(*found[path]), path))
         best = file_score(*found[ranked[0]]) if ranked else 1.0
         hits: list[PassageHit] = []

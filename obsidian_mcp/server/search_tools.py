@@ -174,7 +174,6 @@ def register_search_tools(mcp: MCPServer[AppState]) -> None:
                 folder=call.path,
                 max_tokens=max_tokens,
                 concise=concise,
-                progress=_progress(ctx),
             ),
         )
         return await _render_search(query, searched, format=format, concise=concise)

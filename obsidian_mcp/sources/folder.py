@@ -564,20 +564,37 @@ class FolderSource:
         del context_length
         return await anyio.to_thread.run_sync(self._search_text, query, leaving_out)
 
-    def _search_each(
-        self, words: Sequence[str], leaving_out: Collection[str], fresh_within: float
-    ) -> list[set[str]]:
-        searches = [search_words(word) for word in words]
+    def _holding(
+        self, queries: Sequence[str], leaving_out: Collection[str], fresh_within: float
+    ) -> Iterator[tuple[str, str, list[bool]]]:
+        """Every note scanned (`_texts_scanned`): its path, its text, and whether it holds
+        every word of each query (as `search_text` finds them)."""
+        searches = [search_words(query) for query in queries]
         if not all(search.words for search in searches):
             raise VaultError("A search word is empty; give one or more words.")
         look = any(search.ascii for search in searches)
-        holding: list[set[str]] = [set() for _ in searches]
         for path, content in self._texts_scanned(frozenset(leaving_out), fresh_within):
             lowered = lowered_to_look_at(content) if look else None
-            for search, paths in zip(searches, holding, strict=True):
-                if holds_every_word(content, lowered, search):
+            yield path, content, [holds_every_word(content, lowered, s) for s in searches]
+
+    def _search_each(
+        self, words: Sequence[str], leaving_out: Collection[str], fresh_within: float
+    ) -> list[set[str]]:
+        holding: list[set[str]] = [set() for _ in words]
+        for path, _, held in self._holding(words, leaving_out, fresh_within):
+            for paths, holds in zip(holding, held, strict=True):
+                if holds:
                     paths.add(path)
         return holding
+
+    def _texts_holding(
+        self, query: str, leaving_out: Collection[str], fresh_within: float
+    ) -> list[tuple[str, str]]:
+        return [
+            (path, content)
+            for path, content, (holds,) in self._holding([query], leaving_out, fresh_within)
+            if holds
+        ]
 
     def _texts_scanned(
         self, leaving_out: frozenset[str], fresh_within: float
@@ -627,3 +644,10 @@ class FolderSource:
         since: the walk and the stats say only what changed in those seconds, which a
         listing as old may miss too (`index_refresh_seconds`)."""
         return await anyio.to_thread.run_sync(self._search_each, words, leaving_out, fresh_within)
+
+    async def texts_holding(
+        self, query: str, leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[tuple[str, str]]:
+        """The path and text of every note whose text holds every word of `query` (the
+        notes `search_text` finds), from one scan as `search_each` makes it."""
+        return await anyio.to_thread.run_sync(self._texts_holding, query, leaving_out, fresh_within)
