@@ -359,10 +359,11 @@ class Settings(BaseSettings):
         default=2.0,
         ge=0,
         le=3600,
-        description="How long a session's first vault_semantic_query waits for notes not "
-        "yet read into the index (the first build of a big vault), and then for Smart "
-        "Connections' stored vectors, before it answers from what is read and says how "
-        "much; it stops waiting as soon as the read's pace says it will not end in time. "
+        description="How long a session's first vault_semantic_query (or "
+        "vault_find_related) waits for notes not yet read into the index (the first build "
+        "of a big vault), and then, if they were all read, for Smart Connections' stored "
+        "vectors, before it answers from what is read and says how much; it stops waiting "
+        "as soon as the read's pace says it will not end in time. "
         "Later ones do not wait. Reading goes on in the background, about 400 notes a "
         "second on a 2-core machine through the folder.",
     )

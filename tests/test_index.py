@@ -1861,6 +1861,30 @@ class GatedSmartEnv(SmartEnvCache):
 
 
 @pytest.mark.anyio
+async def test_a_first_question_waits_for_no_smart_connections_file_once_it_gave_up_on_notes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Smart Connections' files are waited for in what is left of a first question's wait,
+    but not once the notes' read was given up on: a vault too big to read in the wait is
+    too big for those files too (beside a first build of 10,000 notes the question waited
+    out its 2 s for them, python -m bench.speed.scale)."""
+    monkeypatch.setattr("obsidian_mcp.retrieval.corpus._READ_CONCURRENCY", 4)
+    retriever, folder = slow_retriever(tmp_path, read_wait=2.0)
+    (tmp_path / "vault" / ".smart-env").mkdir()
+    smart_env = GatedSmartEnv(tmp_path / "vault" / ".smart-env")
+    retriever.candidates.semantic = SemanticSources(None, None, smart_env)
+    HeldReads(monkeypatch, folder)
+    try:
+        found, waited = await asked_beside_the_warm_up(retriever)
+    finally:
+        smart_env.gate.set()
+    assert "notes read: 0 of 40" in found.source_note, found.source_note
+    assert "Smart Connections' vectors are being read" in found.source_note
+    assert waited < 1.5, waited  # not the rest of the 2 s wait
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_a_question_does_not_wait_for_smart_connections_files_past_its_read_wait(
     vault_copy: Path, tmp_path: Path, embedder: OnnxEmbedder
 ) -> None:

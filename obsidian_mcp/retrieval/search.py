@@ -422,10 +422,14 @@ class Retriever:
         corpus = self.corpus
         wait = self.first_read_wait()
         # One wait for what a first build still reads: the notes, then Smart Connections'
-        # files in what is left of it.
+        # files in what is left of it. Notes not all read by then make a vault too big for
+        # those files too (read, and checked against every note, in 9 s beside a first
+        # build of 10,000 notes): a first question waited out its 2 s for them (2.2 s,
+        # python -m bench.speed.scale).
         deadline = began + wait
         await corpus.sync(read_all=True, progress=progress, wait_seconds=wait)
         if corpus.may_lack_notes:
+            deadline = anyio.current_time()
             with anyio.move_on_after(_READ_FIRST_SECONDS):
                 await self._read_first_what_may_answer(query)
         meaning_wait = 0.0 if self._waited_for_meaning else self.settings.index_meaning_wait_seconds
