@@ -292,9 +292,10 @@ async def _related(
 
     linked = {record.path, *backlinks, *(n.path for n in outlinks.values() if n.path)}
     similar, source = await _similar(retriever, record, linked, limit)
+    # Obsidian's own backlinks are whole; ours come from the notes read.
+    partial = "similar notes" if obsidian_backlinks is not None else "backlinks and similar notes"
     reading = retriever.answered_unread(
-        "backlinks and similar notes come from the notes read so far; ask again in a minute "
-        "for all of them"
+        f"{partial} come from the notes read so far; ask again in a minute for all of them"
     )
     return Related(
         path=record.path,
