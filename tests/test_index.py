@@ -1136,6 +1136,51 @@ async def test_a_small_vaults_first_query_waits_for_its_meaning_index(tmp_path: 
 
 
 @pytest.mark.anyio
+async def test_a_first_question_waits_for_meaning_only_when_the_whole_vault_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is left to embed counts the notes a first build has not read yet, at as many
+    passages as those read: counted over the notes read alone, a 1,000-note vault's first
+    question waited out its 30 s while the read went on (python -m bench speed). Here the
+    first 25 of 80 notes are read (a batch), four passages each: their 100 passages fit
+    the wait's 150, the vault's 320 do not. The model is slowed down (1 s a batch), so a
+    wait for the notes read would be a long one."""
+    monkeypatch.setattr(candidates_module, "PASSAGES_PER_SECOND", 1)
+    embed = OnnxEmbedder.embed
+
+    def slow_embed(self: OnnxEmbedder, texts: Sequence[str], role: TextRole) -> Matrix:
+        time.sleep(1.0)  # in the builder's thread
+        return embed(self, texts, role)
+
+    monkeypatch.setattr(OnnxEmbedder, "embed", slow_embed)
+    vault = ledger_vault(tmp_path / "vault", paragraphs=4)
+    for n in range(40, 80):
+        paragraphs = (f"Paragraph {p} of extra note {n}, on tides and lanterns." for p in range(4))
+        (vault / f"Extra {n}.md").write_text(f"# Extra {n}\n\n" + "\n\n".join(paragraphs))
+    retriever, folder = retriever_on(
+        vault,
+        tmp_path,
+        index_meaning_wait_seconds=150,
+        index_read_wait_seconds=0,
+        index_on_demand_passages=0,
+    )
+    held = HeldReads(monkeypatch, folder, lambda path: len(folder.reads) >= 25)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        with anyio.fail_after(30):
+            while retriever.corpus.listed - retriever.corpus.unread < 25:
+                await anyio.sleep(0.02)
+            started = anyio.current_time()
+            found = await retriever.semantic_query("harbour ledger", limit=3)
+            waited = anyio.current_time() - started
+        held.gate.set()
+        background.cancel_scope.cancel()
+    assert "notes read: 25 of 80" in found.source_note, found.source_note
+    assert waited < 5, waited  # no wait for the meaning index
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_a_vault_with_too_much_left_does_not_wait(tmp_path: Path) -> None:
     """More left to embed than the wait allows (here: a wait of 0.1 s, 5 passages' worth):
     the first answer comes at once, from what is ready."""
