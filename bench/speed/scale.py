@@ -263,8 +263,9 @@ async def scale(
             startup_timeout=300,
         ) as standin:
             # As a running Obsidian has long before a session: a fresh stand-in's first
-            # listing took 5 s of the first call at 10,000 notes, no server's doing.
-            primed = await prime_standin(standin)
+            # listing and first search by Smart Connections took 5 s of the first call at
+            # 10,000 notes, no server's doing.
+            primed = await prime_standin(standin, planted[0].question)
             env = server_env(
                 standin=standin, config_dir=work / f"config-{notes}-rest", embeddings=embeddings
             )
