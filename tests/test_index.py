@@ -2083,6 +2083,49 @@ async def test_a_question_during_the_first_read_scans_the_folder_once_for_its_ra
 
 
 @pytest.mark.anyio
+async def test_a_question_searches_no_unread_note_for_words_the_notes_read_hold_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38 at 50,000 notes: a topic's common words cost each question a search of
+    every unread note (2.3-3 s beside the build, `vault_quick_context` 7 s a call), which
+    found too many to read any. A word the notes read already hold in `_READ_FIRST_MOST`
+    passages is not searched for; a rare one still is, and its note read ahead."""
+    retriever, folder = slow_retriever(tmp_path, read_wait=0.0)
+    keeper = "Keeper.md"
+    (tmp_path / "vault" / keeper).write_text("# Keeper\n\nQuennell Ashgrove keeps the light.\n")
+    held = HeldReads(
+        monkeypatch,
+        folder,
+        lambda path: not ASKING.get() and (path == keeper or len(folder.reads) >= 25),
+    )
+    scans: list[list[str]] = []
+    search_each = folder.search_each
+
+    async def counted_each(
+        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[set[str]]:
+        scans.append(list(words))
+        return await search_each(words, leaving_out, fresh_within)
+
+    monkeypatch.setattr(folder, "search_each", counted_each)
+    async with anyio.create_task_group() as background:
+        background.start_soon(retriever.warm_up)
+        with anyio.fail_after(30):
+            while retriever.corpus.listed - retriever.corpus.unread < 25:
+                await anyio.sleep(0.02)
+        ASKING.set(True)
+        await retriever.semantic_query("harbour ledger lanterns", limit=3)
+        assert scans == []  # in all 25 notes read: no search
+        found = await retriever.semantic_query("Quennell and the ledger", limit=3)
+        ASKING.set(False)
+        assert scans == [["Quennell"]]  # the common word is not searched for either
+        assert found.groups and found.groups[0].context.path == keeper
+        held.gate.set()
+        background.cancel_scope.cancel()
+    retriever.close()
+
+
+@pytest.mark.anyio
 async def test_related_notes_during_the_first_read_answer_from_the_notes_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -488,16 +488,22 @@ class Retriever:
         folder) are read now, so the words' ranking sees them. A question naming someone
         found in one note of 10,000 was answered by none of the notes read in its first
         seconds (python -m bench.speed.first_day). A word in more notes than are read at
-        once says too little to read any of them ahead."""
+        once says too little to read any of them ahead, and so does one that the notes
+        read already hold in as many passages: its search of the unread notes took 2.3-3 s
+        of each question beside the first build of 50,000 notes, for nothing (a topic's
+        common words; `vault_quick_context` 7 s a call, python -m bench big)."""
         index = self.corpus.index
-        rarity: dict[str, float] = {}
+        held: dict[str, int] = {}
         for word in _WORD.findall(query):
             found = terms(word)
             if found:  # a stop word narrows nothing
-                rarity.setdefault(word, max(index.idf(term) for term in found))
+                held.setdefault(word, min(index.document_frequency(term) for term in found))
         # Rarest first; the next only if one reads nothing (one scan of the folder for
         # them all, or a request a word).
-        rarest = sorted(rarity, key=lambda word: -rarity[word])[:_RARE_WORDS]
+        rarest = sorted(held, key=lambda word: held[word])[:_RARE_WORDS]
+        rarest = [word for word in rarest if held[word] < _READ_FIRST_MOST]
+        if not rarest:
+            return
         try:
             await self.corpus.read_unread_holding(rarest, _READ_FIRST_MOST)
         except VaultError as exc:  # the first build's read goes on; the answer says so
