@@ -147,6 +147,36 @@ async def asked_beside_the_warm_up(
     return found, waited
 
 
+async def until_read(retriever: Retriever, notes: int) -> None:
+    """Until the first build has read (and stored) `notes` notes."""
+    with anyio.fail_after(30):
+        while retriever.corpus.listed - retriever.corpus.unread < notes:
+            await anyio.sleep(0.02)
+
+
+def counted_scans(monkeypatch: pytest.MonkeyPatch, folder: FolderSource) -> list[list[str]]:
+    """The folder's searches from now on, each as the words asked: `search_each`'s words,
+    `search_text`'s query."""
+    scans: list[list[str]] = []
+    search_each, search_text = folder.search_each, folder.search_text
+
+    async def counted_each(
+        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
+    ) -> list[set[str]]:
+        scans.append(list(words))
+        return await search_each(words, leaving_out, fresh_within)
+
+    async def counted_text(
+        query: str, context_length: int, leaving_out: Collection[str] = ()
+    ) -> list[TextSearchHit]:
+        scans.append([query])
+        return await search_text(query, context_length, leaving_out)
+
+    monkeypatch.setattr(folder, "search_each", counted_each)
+    monkeypatch.setattr(folder, "search_text", counted_text)
+    return scans
+
+
 def small_vault(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for name, text in (("Ferry.md", FERRY), ("Library.md", LIBRARY), ("Garden.md", GARDEN)):
@@ -1167,9 +1197,8 @@ async def test_a_first_question_waits_for_meaning_only_when_the_whole_vault_fits
     held = HeldReads(monkeypatch, folder, lambda path: len(folder.reads) >= 25)
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
+        await until_read(retriever, 25)
         with anyio.fail_after(30):
-            while retriever.corpus.listed - retriever.corpus.unread < 25:
-                await anyio.sleep(0.02)
             started = anyio.current_time()
             found = await retriever.semantic_query("harbour ledger", limit=3)
             waited = anyio.current_time() - started
@@ -2052,23 +2081,7 @@ async def test_a_question_during_the_first_read_scans_the_folder_once_for_its_ra
         folder,
         lambda path: not ASKING.get() and (path == keeper or len(folder.reads) >= 16),
     )
-    scans: list[list[str]] = []
-    search_each, search_text = folder.search_each, folder.search_text
-
-    async def counted_each(
-        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
-    ) -> list[set[str]]:
-        scans.append(list(words))
-        return await search_each(words, leaving_out, fresh_within)
-
-    async def counted_text(
-        query: str, context_length: int, leaving_out: Collection[str] = ()
-    ) -> list[TextSearchHit]:
-        scans.append([query])
-        return await search_text(query, context_length, leaving_out)
-
-    monkeypatch.setattr(folder, "search_each", counted_each)
-    monkeypatch.setattr(folder, "search_text", counted_text)
+    scans = counted_scans(monkeypatch, folder)
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
         await anyio.sleep(0.05)
@@ -2098,21 +2111,10 @@ async def test_a_question_searches_no_unread_note_for_words_the_notes_read_hold_
         folder,
         lambda path: not ASKING.get() and (path == keeper or len(folder.reads) >= 25),
     )
-    scans: list[list[str]] = []
-    search_each = folder.search_each
-
-    async def counted_each(
-        words: Sequence[str], leaving_out: Collection[str] = (), fresh_within: float = 0.0
-    ) -> list[set[str]]:
-        scans.append(list(words))
-        return await search_each(words, leaving_out, fresh_within)
-
-    monkeypatch.setattr(folder, "search_each", counted_each)
+    scans = counted_scans(monkeypatch, folder)
     async with anyio.create_task_group() as background:
         background.start_soon(retriever.warm_up)
-        with anyio.fail_after(30):
-            while retriever.corpus.listed - retriever.corpus.unread < 25:
-                await anyio.sleep(0.02)
+        await until_read(retriever, 25)
         ASKING.set(True)
         await retriever.semantic_query("harbour ledger lanterns", limit=3)
         assert scans == []  # in all 25 notes read: no search
